@@ -1,0 +1,73 @@
+"""Typed errors. Each message says what was wrong and what to do about it.
+
+Every error memvault raises on purpose derives from :class:`MemvaultError`, so callers can catch
+one class. Input errors are raised before anything is written.
+"""
+
+from __future__ import annotations
+
+
+class MemvaultError(Exception):
+    """Base class of every error memvault raises on purpose."""
+
+
+class ValidationError(MemvaultError, ValueError):
+    """Input that memvault refuses: wrong types, unknown roles or part types, bad text or JSON.
+
+    Nothing was written when this is raised.
+    """
+
+
+class MessageTooLargeError(ValidationError):
+    """A message's serialized size exceeds the configured limit (``max_message_bytes``)."""
+
+
+class NotFoundError(MemvaultError, LookupError):
+    """Something named by the caller does not exist for the caller's resource."""
+
+
+class ThreadNotFoundError(NotFoundError):
+    """No such thread for this resource.
+
+    A thread that belongs to another resource is reported exactly like a missing one.
+    """
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} was not found for this resource; "
+            "check the thread id and the resource id, or create the thread first"
+        )
+        self.thread_id = thread_id
+
+
+class ThreadExistsError(MemvaultError):
+    """``create_thread`` was asked for an id this resource already uses (pass ``exist_ok=True``)."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} already exists for this resource; "
+            "pass exist_ok=True to get the existing thread instead"
+        )
+        self.thread_id = thread_id
+
+
+class SchemaVersionError(MemvaultError):
+    """The database was written by a newer memvault than this one; upgrade memvault to open it."""
+
+
+class ConfigurationError(MemvaultError, ValueError):
+    """A URL, option or setting that memvault cannot use."""
+
+
+class StoreError(MemvaultError):
+    """The storage backend failed in a way memvault could not recover from by retrying."""
+
+
+class MissingExtraError(MemvaultError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra."""
+
+    def __init__(self, feature: str, extra: str, package: str) -> None:
+        super().__init__(
+            f"{feature} needs the package {package!r}: pip install 'memvault[{extra}]'"
+        )
+        self.extra = extra

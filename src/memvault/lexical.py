@@ -1,0 +1,87 @@
+"""Words for lexical search, shared by every store so that they all match the same way.
+
+Text is split into Unicode word runs. CJK ideographs, kana and hangul syllables are indexed one
+character at a time (a sentence in those scripts has no spaces), so a query of several such
+characters matches them as a phrase. Matching is case-insensitive and stemmed (Porter), so
+"running" finds "runs". A query matches a message that contains any of its words; more shared
+words and rarer words rank higher (BM25).
+
+Any user string is a safe query: operators, quotes and punctuation are plain characters here.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+from memvault.model import Message, TextPart, ToolResultPart
+
+_CJK = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff"
+)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
+_STEMMER = snowballstemmer.stemmer("porter")
+
+
+def index_text(message: Message) -> str:
+    """The text a store indexes for a message: its text parts and its tool results' text.
+
+    CJK characters are separated by spaces so that each one is a token.
+    """
+    chunks: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            chunks.append(part.text)
+        elif isinstance(part, ToolResultPart) and isinstance(part.output, str):
+            chunks.append(part.output)
+    return split_cjk("\n".join(chunks))
+
+
+def split_cjk(text: str) -> str:
+    if not _CJK_CHAR.search(text):
+        return text
+    return _CJK_CHAR.sub(lambda m: f" {m.group(0)} ", text)
+
+
+def query_groups(query: str) -> list[list[str]]:
+    """The query's words, lower-cased; a CJK run becomes one group of single characters
+    (matched as a phrase), any other word a group of one."""
+    groups: list[list[str]] = []
+    for match in _WORD.finditer(query.lower()):
+        word = match.group(0)
+        groups.append(list(word) if _CJK_CHAR.match(word) else [word])
+    return groups
+
+
+def fts5_query(query: str) -> str | None:
+    """An FTS5 MATCH expression for any user string: quoted phrases joined by OR.
+
+    Returns ``None`` when the query has no words (empty, punctuation only), which matches nothing.
+    """
+    groups = query_groups(query)
+    if not groups:
+        return None
+    phrases = dict.fromkeys('"' + " ".join(g) + '"' for g in groups)
+    return " OR ".join(phrases)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Porter stem of a lower-case word, as FTS5's ``porter`` tokenizer computes it."""
+    if _CJK_CHAR.match(word):
+        return word
+    result: str = _STEMMER.stemWord(word)
+    return result
+
+
+def tokens(text: str) -> list[str]:
+    """The stemmed tokens of an indexed text, in order (the in-memory store's tokenizer)."""
+    return [stem(w) for w in _WORD.findall(split_cjk(text).lower()) for w in _split_run(w)]
+
+
+def _split_run(word: str) -> list[str]:
+    return list(word) if _CJK_CHAR.match(word) else [word]

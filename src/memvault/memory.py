@@ -1,0 +1,299 @@
+"""Memory: the public API over a store.
+
+Every call names its resource (``resource_id``) and, where it concerns one conversation, its
+thread (``thread_id``). A thread of another resource behaves exactly like a missing thread.
+Input is validated before anything is written: bad input raises
+:class:`memvault.errors.ValidationError` and writes nothing.
+
+Example::
+
+    async with await Memory.open("sqlite:///app.db") as memory:
+        await memory.save_messages([Message.user("I'm Ada")], thread_id="t1", resource_id="ada")
+        history = await memory.get_history(thread_id="t1", resource_id="ada")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from memvault import history as history_window
+from memvault import working_memory as wm
+from memvault.errors import MessageTooLargeError, ThreadNotFoundError, ValidationError
+from memvault.model import Message, SearchHit, State, Thread, ThreadPage, check_id, check_json
+from memvault.options import MemoryOptions
+from memvault.stores import Store, open_store
+from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+
+
+def _id(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        return check_id(value)
+    except ValueError as exc:
+        raise ValidationError(f"{name}: {exc}") from None
+
+
+class Memory:
+    """Conversations, working memory and search for many resources, over one store."""
+
+    def __init__(self, store: Store, options: MemoryOptions | None = None) -> None:
+        self.store = store
+        self.options = options or MemoryOptions()
+
+    @classmethod
+    async def open(cls, url: str | None = None, *, options: MemoryOptions | None = None) -> Memory:
+        """Open the store a URL names: ``sqlite:///path.db`` (missing folders are created),
+        ``memory://``; with no URL, ``$MEMVAULT_DB`` or the file in the user's data folder."""
+        return cls(await open_store(url), options)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def __aenter__(self) -> Memory:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # threads
+
+    async def create_thread(
+        self,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        exist_ok: bool = False,
+    ) -> Thread:
+        """Create a thread (a new random id when none is given). An id the resource already
+        uses raises :class:`ThreadExistsError`, unless ``exist_ok``."""
+        fields: dict[str, Any] = {"resource_id": resource_id, "title": title,
+                                  "metadata": metadata or {}}
+        if thread_id is not None:
+            fields["id"] = _id(thread_id, "thread_id")
+        return await self.store.create_thread(Thread(**fields), exist_ok=exist_ok)
+
+    async def get_thread(self, *, thread_id: str, resource_id: str) -> Thread | None:
+        """The thread, or ``None`` if this resource has no such thread."""
+        return await self.store.get_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+
+    async def list_threads(
+        self, *, resource_id: str, limit: int = 20, cursor: str | None = None
+    ) -> ThreadPage:
+        """The resource's threads, most recently active first; follow ``next_cursor`` to page."""
+        return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor)
+
+    async def update_thread(
+        self, *, thread_id: str, resource_id: str, title: Any = UNSET, metadata: Any = UNSET
+    ) -> Thread:
+        """Change the title (``None`` clears it) and/or replace the metadata."""
+        if not isinstance(title, _Unset | str | None):
+            raise ValidationError(f"title must be a string or None, got {type(title).__name__}")
+        if not isinstance(metadata, _Unset) and not isinstance(metadata, dict):
+            raise ValidationError("metadata must be a JSON object (a dict)")
+        return await self.store.update_thread(
+            _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), title=title, metadata=metadata
+        )
+
+    async def delete_thread(self, *, thread_id: str, resource_id: str) -> bool:
+        """Delete a thread with its messages and derived data; ``False`` if there was none."""
+        return await self.store.delete_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+
+    # messages
+
+    async def save_messages(
+        self,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        thread_id: str,
+        resource_id: str,
+    ) -> list[Message]:
+        """Save messages to a thread (created when new) and return once they are durable.
+
+        Saving a message id the thread already has updates that message: never a duplicate.
+        Returns the saved messages with their ``seq``. Bad input writes nothing."""
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        checked = [self._check_message(m) for m in messages]
+        if not checked:
+            return []
+        return await self.store.save_messages(resource_id, thread_id, checked)
+
+    def _check_message(self, message: Message | Mapping[str, Any]) -> Message:
+        if not isinstance(message, Message):
+            if not isinstance(message, Mapping):
+                raise ValidationError(f"a message must be a Message or a dict, got {type(message).__name__}")
+            message = Message.parse(dict(message))
+        size = len(message.parts_json().encode()) + len(json.dumps(message.metadata).encode())
+        if size > self.options.max_message_bytes:
+            raise MessageTooLargeError(
+                f"message {message.id!r} is {size:,} bytes, over the limit of "
+                f"{self.options.max_message_bytes:,} (MemoryOptions.max_message_bytes): store large "
+                "content elsewhere and save a reference to it (a file part), or raise the limit"
+            )
+        return message
+
+    async def get_messages(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        last_n: int | None = None,
+        first_n: int | None = None,
+        before: str | None = None,
+        after: str | None = None,
+        ids: Sequence[str] | None = None,
+        message_range: int = 0,
+    ) -> list[Message]:
+        """Messages of a thread in order. ``ids`` (with ``message_range`` neighbours each side)
+        or a ``before``/``after`` message-id cursor; then the newest ``last_n`` or oldest
+        ``first_n``. A missing thread has no messages."""
+        query = MessageQuery(ids=ids, message_range=message_range, before=before, after=after,
+                             last_n=last_n, first_n=first_n)
+        return await self.store.get_messages(
+            _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), query
+        )
+
+    async def get_history(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        last_n: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[Message]:
+        """The history window (defaults from ``options.history``): the newest messages within
+        the count and token budget, never splitting a tool call from its result."""
+        last_n = self.options.history.last_n if last_n is None else last_n
+        max_tokens = self.options.history.max_tokens if max_tokens is None else max_tokens
+        tail = await self.get_messages(thread_id=thread_id, resource_id=resource_id, last_n=last_n)
+        return history_window.window(
+            tail, last_n=last_n, max_tokens=max_tokens, count=self.options.token_counter
+        )
+
+    async def delete_messages(
+        self, ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> int:
+        """Delete messages by id with their derived data; returns how many existed."""
+        if isinstance(ids, str):
+            raise ValidationError("ids must be a list of message ids, not one string")
+        checked = [_id(i, "message id") for i in ids]
+        return await self.store.delete_messages(
+            _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), checked
+        )
+
+    async def clear_thread(self, *, thread_id: str, resource_id: str) -> int:
+        """Delete every message of a thread; the thread itself stays."""
+        return await self.store.clear_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+
+    async def delete_resource(self, *, resource_id: str) -> Deleted:
+        """Delete everything of a resource in one transaction: threads, messages, derived data,
+        working memory and states."""
+        return await self.store.delete_resource(_id(resource_id, "resource_id"))
+
+    async def search_messages(
+        self, *, resource_id: str, query: str, thread_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Messages sharing words with ``query`` across the resource (or one thread), best first.
+        Any string is safe; a query with no words finds nothing."""
+        if not isinstance(query, str):
+            raise ValidationError(f"query must be a string, got {type(query).__name__}")
+        thread = _id(thread_id, "thread_id") if thread_id is not None else None
+        return await self.store.search_messages(
+            _id(resource_id, "resource_id"), query.replace("\x00", " ").encode(
+                "utf-8", "replace").decode(), thread_id=thread, limit=limit
+        )
+
+    # working memory
+
+    async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
+        """The working memory's content (``None`` when never written). ``thread_id`` is needed
+        when the scope is ``thread``."""
+        key = wm.key(self.options.working_memory.scope, thread_id)
+        return await self.store.get_working_memory(_id(resource_id, "resource_id"), key)
+
+    async def update_working_memory(
+        self,
+        memory: Any,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        mode: wm.Mode = "append",
+    ) -> str:
+        """Merge (``append``, the default) or ``replace`` the working memory, atomically.
+        JSON notes take a dict (or its JSON text) and are checked against the schema."""
+        options = self.options.working_memory
+        wm.parse_update(options, memory)  # fail before touching the store
+        key = wm.key(options.scope, thread_id)
+
+        def update(current: str | None) -> str:
+            return wm.apply(options, current, memory, mode)
+
+        result = await self.store.update_working_memory(_id(resource_id, "resource_id"), key, update)
+        assert result is not None
+        return result
+
+    async def working_memory_instructions(
+        self, *, resource_id: str, thread_id: str | None = None
+    ) -> str:
+        """System-prompt text with the current working memory and how to update it."""
+        content = await self.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        return wm.instructions(self.options.working_memory, content)
+
+    def working_memory_tool(self) -> dict[str, Any]:
+        """The ``update_working_memory`` tool definition, OpenAI function format."""
+        return wm.tool_definition(self.options.working_memory)
+
+    # agent and workflow states
+
+    async def get_state(self, *, resource_id: str, key: str) -> State | None:
+        """A state saved under ``key`` (e.g. a suspended run's id), or ``None``."""
+        return await self.store.get_state(_id(resource_id, "resource_id"), _id(key, "key"))
+
+    async def set_state(
+        self, value: Any, *, resource_id: str, key: str, status: str | None = None
+    ) -> State:
+        """Write a state unconditionally; its version grows by one."""
+        state = await self.store.set_state(
+            _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status
+        )
+        assert state is not None
+        return state
+
+    async def compare_and_set_state(
+        self,
+        value: Any,
+        *,
+        resource_id: str,
+        key: str,
+        expected_version: int | None,
+        status: str | None = None,
+    ) -> State | None:
+        """Write only if the state is at ``expected_version`` (``None``: does not exist yet).
+        Returns the new state, or ``None`` when another writer got there first."""
+        return await self.store.set_state(
+            _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status,
+            expected_version=expected_version,
+        )
+
+    async def list_states(
+        self, *, resource_id: str, status: str | None = None, limit: int = 100
+    ) -> list[State]:
+        """The resource's states, optionally only those with ``status``, newest first."""
+        return await self.store.list_states(_id(resource_id, "resource_id"), status=status, limit=limit)
+
+    async def delete_state(self, *, resource_id: str, key: str) -> bool:
+        return await self.store.delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
+
+
+def _json(value: Any) -> Any:
+    try:
+        return check_json(value)
+    except ValueError as exc:
+        raise ValidationError(f"state value: {exc}") from None

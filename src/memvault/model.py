@@ -1,0 +1,284 @@
+"""The vocabulary: messages and their parts, threads, pages and search hits.
+
+These models validate everything that enters memvault. Every string (ids, text, metadata) must
+be valid Unicode without NUL bytes or lone surrogates, and metadata must be plain JSON. Bad input
+raises :class:`memvault.errors.ValidationError` before anything is written.
+
+Example::
+
+    Message.user("I like green tea")
+    Message(role="assistant", parts=[ToolCallPart(tool_call_id="c1", name="lookup", args={"q": 1})])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Self, TypeAlias
+
+import pydantic
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from memvault.errors import ValidationError
+
+Role: TypeAlias = Literal["user", "assistant", "system", "tool"]
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+MAX_ID_LENGTH = 256
+
+
+def check_text(value: str) -> str:
+    """Refuse NUL bytes and lone surrogates (they cannot be stored or encoded as UTF-8)."""
+    if "\x00" in value:
+        raise ValueError("text contains a NUL byte (\\x00); remove it before saving")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"text contains a lone surrogate at position {exc.start}; "
+            "it is not valid Unicode: decode your input with errors='replace'"
+        ) from None
+    return value
+
+
+def check_json(value: Any, path: str = "$") -> Any:
+    """Refuse values that are not plain JSON: only dict (str keys), list, str, int, float, bool, None."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path} is {value!r}, which JSON cannot represent")
+        return value
+    if isinstance(value, str):
+        check_text(value)
+        return value
+    if isinstance(value, list | tuple):
+        return [check_json(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{path} has a key {key!r} that is not a string; JSON keys are strings")
+            check_text(key)
+            out[key] = check_json(item, f"{path}.{key}")
+        return out
+    raise ValueError(f"{path} is a {type(value).__name__}, which is not JSON")
+
+
+def check_id(value: str) -> str:
+    """Ids are non-empty strings of at most 256 characters."""
+    check_text(value)
+    if not value.strip():
+        raise ValueError("an id must be a non-empty string")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"an id must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
+    return value
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; aware ones are converted to UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+Text = Annotated[str, AfterValidator(check_text)]
+Id = Annotated[str, AfterValidator(check_id)]
+JSON = Annotated[Any, AfterValidator(check_json)]
+Metadata = Annotated[dict[str, Any], AfterValidator(check_json)]
+Timestamp = Annotated[datetime, AfterValidator(as_utc)]
+
+
+class Model(BaseModel):
+    """Base of the vocabulary: strict about unknown fields; errors are memvault's own."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(_describe(exc, type(self).__name__)) from None
+
+    @classmethod
+    def parse(cls, data: Any) -> Self:
+        """Validate a dict (or an instance) into this model, raising memvault's ValidationError."""
+        try:
+            return cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(_describe(exc, cls.__name__)) from None
+
+
+def _describe(exc: pydantic.ValidationError, name: str) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or name
+        lines.append(f"{where}: {error['msg']}")
+    return f"invalid {name}: " + "; ".join(lines)
+
+
+class TextPart(Model):
+    """Plain text, as the user typed it or the model wrote it."""
+
+    type: Literal["text"] = "text"
+    text: Text
+
+
+class ReasoningPart(Model):
+    """A model's reasoning. Kept for the record and for models that need it back; never searched."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: Text
+    signature: Text | None = None
+
+
+class ToolCallPart(Model):
+    """A model's request to run a tool. ``args`` is a JSON object, or the raw text when the model
+    produced arguments that are not a JSON object (kept verbatim so nothing is lost)."""
+
+    type: Literal["tool-call"] = "tool-call"
+    tool_call_id: Id
+    name: Text
+    args: JSON = Field(default_factory=dict)
+
+
+class ToolResultPart(Model):
+    """The outcome of a tool call, joined to its call by ``tool_call_id``."""
+
+    type: Literal["tool-result"] = "tool-result"
+    tool_call_id: Id
+    output: JSON = None
+    is_error: bool = False
+    name: Text | None = None
+
+
+class FilePart(Model):
+    """A reference to a file: a URL (``https:``, ``file:``, ``data:``) and its media type."""
+
+    type: Literal["file"] = "file"
+    url: Text
+    media_type: Text | None = None
+    name: Text | None = None
+
+
+class ImagePart(Model):
+    """A reference to an image by URL (``https:`` or ``data:``), with an optional detail hint."""
+
+    type: Literal["image"] = "image"
+    url: Text
+    media_type: Text | None = None
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class DataPart(Model):
+    """Structured data attached to a message (any JSON value), with an optional name."""
+
+    type: Literal["data"] = "data"
+    data: JSON = None
+    name: Text | None = None
+
+
+Part = Annotated[
+    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart | ImagePart | DataPart,
+    Field(discriminator="type"),
+]
+
+
+class Message(Model):
+    """One entry of a thread.
+
+    ``id`` is the caller's (a random hex id by default): saving a message with the same id in the
+    same thread again updates it instead of adding a copy. ``seq`` is assigned by the store on the
+    first save and gives the thread its total order; it is ``None`` on a message not yet saved.
+    ``thread_id`` and ``resource_id`` are filled in by the store on save.
+    """
+
+    id: Id = Field(default_factory=new_id)
+    role: Role
+    parts: list[Part] = Field(default_factory=list)
+    thread_id: Id | None = None
+    resource_id: Id | None = None
+    created_at: Timestamp = Field(default_factory=now)
+    metadata: Metadata = Field(default_factory=dict)
+    seq: int | None = None
+
+    @classmethod
+    def user(cls, text: str, **fields: Any) -> Message:
+        return cls(role="user", parts=[TextPart(text=text)], **fields)
+
+    @classmethod
+    def assistant(cls, text: str, **fields: Any) -> Message:
+        return cls(role="assistant", parts=[TextPart(text=text)], **fields)
+
+    @classmethod
+    def system(cls, text: str, **fields: Any) -> Message:
+        return cls(role="system", parts=[TextPart(text=text)], **fields)
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by newlines (reasoning and tool parts left out)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    def parts_json(self) -> str:
+        """The parts as compact JSON, the form the stores keep."""
+        return json.dumps(
+            [p.model_dump(mode="json", exclude_none=True) for p in self.parts],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+class Thread(Model):
+    """One conversation, owned by exactly one resource. ``(resource_id, id)`` names it."""
+
+    id: Id = Field(default_factory=new_id)
+    resource_id: Id
+    title: Text | None = None
+    metadata: Metadata = Field(default_factory=dict)
+    created_at: Timestamp = Field(default_factory=now)
+    updated_at: Timestamp = Field(default_factory=now)
+
+
+class ThreadPage(Model):
+    """A page of threads, newest activity first; pass ``next_cursor`` to get the next page."""
+
+    threads: list[Thread]
+    next_cursor: str | None = None
+
+
+class SearchHit(Model):
+    """A message found by search. ``score`` is higher for better matches (BM25 relevance, >= 0)."""
+
+    message: Message
+    score: float
+
+
+class State(Model):
+    """A keyed record an agent or workflow keeps to suspend and resume a run.
+
+    ``version`` starts at 1 and grows by one on every write; compare-and-set checks it.
+    """
+
+    resource_id: Id
+    key: Id
+    value: JSON = None
+    status: Text | None = None
+    version: int = 1
+    updated_at: Timestamp = Field(default_factory=now)

@@ -1,0 +1,47 @@
+"""Options of :class:`memvault.Memory`, with their defaults.
+
+Example::
+
+    Memory.open("sqlite:///app.db", options=MemoryOptions(
+        history=HistoryOptions(last_n=20, max_tokens=4000),
+        working_memory=WorkingMemoryOptions(template="# User\\n- Name:\\n"),
+    ))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memvault.errors import ValidationError
+from memvault.tokens import TokenCounter, estimate_tokens
+from memvault.working_memory import WorkingMemoryOptions
+
+DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """The recent window fed each turn: the newest ``last_n`` messages (default 10), trimmed to
+    ``max_tokens`` when given (default: no token limit)."""
+
+    last_n: int = 10
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.last_n < 0 or (self.max_tokens is not None and self.max_tokens < 0):
+            raise ValidationError("last_n and max_tokens must not be negative")
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """Everything :class:`memvault.Memory` can be told.
+
+    ``max_message_bytes``: a message whose parts and metadata serialize to more than this many
+    bytes of JSON is refused (default 10 MiB). ``token_counter`` counts tokens for budgets
+    (default: :func:`memvault.tokens.estimate_tokens`).
+    """
+
+    history: HistoryOptions = field(default_factory=HistoryOptions)
+    working_memory: WorkingMemoryOptions = field(default_factory=WorkingMemoryOptions)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    token_counter: TokenCounter = estimate_tokens

@@ -1,0 +1,65 @@
+"""Stores, and :func:`open_store` which picks one from a URL.
+
+- ``memory://``: the in-memory reference store (nothing survives the process);
+- ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (SQLAlchemy's convention),
+  with options as query parameters: ``?durability=full&busy_timeout=30``;
+- no URL: ``$MEMVAULT_DB`` when set, else ``memvault.db`` in the user's data folder
+  (:func:`default_url`), never a path relative to the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import platformdirs
+
+from memvault.errors import ConfigurationError
+from memvault.stores.base import Store
+from memvault.stores.memory import InMemoryStore
+
+__all__ = ["InMemoryStore", "Store", "default_url", "open_store"]
+
+
+def default_url() -> str:
+    """``$MEMVAULT_DB`` if set, else the SQLite file in the user's data folder."""
+    configured = os.environ.get("MEMVAULT_DB")
+    if configured:
+        return configured
+    path = platformdirs.user_data_path("memvault", appauthor=False) / "memvault.db"
+    return f"sqlite:///{path}"
+
+
+async def open_store(url: str | None = None) -> Store:
+    """Open the store a URL names (see the module docstring); ``None`` means :func:`default_url`."""
+    url = url or default_url()
+    parts = urlsplit(url)
+    if parts.scheme == "memory":
+        return InMemoryStore()
+    if parts.scheme == "sqlite":
+        from memvault.stores.sqlite import SqliteStore
+
+        raw = unquote(parts.path)
+        if not raw.startswith("/") or raw == "/":
+            raise ConfigurationError(
+                f"{url!r} names no file: write sqlite:///relative.db or sqlite:////absolute.db"
+            )
+        path = Path(raw[1:]).expanduser()
+        options = dict(parse_qsl(parts.query))
+        unknown = set(options) - {"durability", "busy_timeout"}
+        if unknown:
+            raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
+        try:
+            timeout = float(options.get("busy_timeout", 60))
+        except ValueError:
+            raise ConfigurationError(f"busy_timeout must be a number of seconds in {url!r}") from None
+        durability = options.get("durability", "normal")
+        if durability not in ("normal", "full"):
+            raise ConfigurationError(f"durability must be 'normal' or 'full' in {url!r}")
+        return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)  # type: ignore[arg-type]
+    if parts.scheme in ("postgres", "postgresql"):
+        raise ConfigurationError("the PostgreSQL store is not available yet in this version")
+    raise ConfigurationError(
+        f"unknown store URL {url!r}: use memory:// or sqlite:///path/to/file.db"
+    )

@@ -1,0 +1,61 @@
+"""Pieces every store shares: page cursors, timestamps, query checks."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+
+from memvault.errors import ValidationError
+from memvault.model import MAX_ID_LENGTH
+from memvault.stores.base import MessageQuery
+
+
+def to_micros(value: datetime) -> int:
+    """Microseconds since the Unix epoch (UTC), the stores' time column."""
+    return int(value.timestamp() * 1_000_000) if value.tzinfo else int(
+        value.replace(tzinfo=UTC).timestamp() * 1_000_000
+    )
+
+
+def from_micros(value: int) -> datetime:
+    return datetime.fromtimestamp(value / 1_000_000, UTC)
+
+
+def encode_cursor(updated_us: int, thread_id: str) -> str:
+    """An opaque page cursor: the sort key of the last thread on the page."""
+    raw = f"{updated_us}:{thread_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        micros, thread_id = base64.urlsafe_b64decode(padded).decode().split(":", 1)
+        return int(micros), thread_id
+    except (ValueError, UnicodeDecodeError):
+        raise ValidationError(
+            "invalid page cursor: pass the next_cursor of a previous page unchanged"
+        ) from None
+
+
+def check_query(query: MessageQuery) -> None:
+    """Refuse contradictory or out-of-range message queries."""
+    if query.last_n is not None and query.first_n is not None:
+        raise ValidationError("give last_n or first_n, not both")
+    for name in ("last_n", "first_n", "message_range"):
+        value = getattr(query, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValidationError(f"{name} must be a non-negative integer, got {value!r}")
+    if query.ids is not None:
+        if isinstance(query.ids, str):
+            raise ValidationError("ids must be a list of message ids, not one string")
+        if query.before is not None or query.after is not None:
+            raise ValidationError("give ids or a before/after cursor, not both")
+        for message_id in query.ids:
+            if not isinstance(message_id, str) or not message_id or len(message_id) > MAX_ID_LENGTH:
+                raise ValidationError(f"invalid message id {message_id!r}")
+
+
+def check_limit(limit: int, name: str = "limit", maximum: int = 10_000) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= maximum:
+        raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {limit!r}")

@@ -1,0 +1,301 @@
+"""The in-memory store: the reference implementation of the storage contract.
+
+Nothing survives the process. Every other store must behave exactly like this one
+(``tests/conformance``). Operations run to completion without awaiting, so each is atomic
+with respect to the event loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.errors import NotFoundError, ThreadExistsError, ThreadNotFoundError
+from memvault.lexical import index_text, query_groups, stem, tokens
+from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
+from memvault.stores.base import (
+    UNSET,
+    Deleted,
+    MessageQuery,
+    WorkingMemoryUpdate,
+    _Unset,
+)
+from memvault.stores.common import (
+    check_limit,
+    check_query,
+    decode_cursor,
+    encode_cursor,
+    to_micros,
+)
+
+
+@dataclass
+class _ThreadRecord:
+    thread: Thread
+    messages: dict[str, Message] = field(default_factory=dict)  # in seq order
+    next_seq: int = 1
+
+
+@dataclass
+class _Resource:
+    threads: dict[str, _ThreadRecord] = field(default_factory=dict)
+    working_memory: dict[str, str] = field(default_factory=dict)
+    states: dict[str, State] = field(default_factory=dict)
+
+
+class InMemoryStore:
+    """A :class:`~memvault.stores.base.Store` kept in dictionaries. ``memory://`` opens one."""
+
+    def __init__(self) -> None:
+        self._resources: dict[str, _Resource] = {}
+
+    def _resource(self, resource_id: str) -> _Resource:
+        return self._resources.setdefault(resource_id, _Resource())
+
+    def _record(self, resource_id: str, thread_id: str) -> _ThreadRecord | None:
+        resource = self._resources.get(resource_id)
+        return resource.threads.get(thread_id) if resource else None
+
+    # threads
+
+    async def create_thread(self, thread: Thread, *, exist_ok: bool = False) -> Thread:
+        threads = self._resource(thread.resource_id).threads
+        if thread.id in threads:
+            if exist_ok:
+                return threads[thread.id].thread.model_copy()
+            raise ThreadExistsError(thread.id)
+        threads[thread.id] = _ThreadRecord(thread.model_copy())
+        return thread.model_copy()
+
+    async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
+        record = self._record(resource_id, thread_id)
+        return record.thread.model_copy() if record else None
+
+    async def list_threads(
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> ThreadPage:
+        check_limit(limit)
+        resource = self._resources.get(resource_id)
+        threads = [r.thread for r in resource.threads.values()] if resource else []
+        threads.sort(key=lambda t: (to_micros(t.updated_at), t.id), reverse=True)
+        if cursor is not None:
+            after = decode_cursor(cursor)
+            threads = [t for t in threads if (to_micros(t.updated_at), t.id) < after]
+        page = threads[:limit]
+        next_cursor = None
+        if len(threads) > limit:
+            last = page[-1]
+            next_cursor = encode_cursor(to_micros(last.updated_at), last.id)
+        return ThreadPage(threads=[t.model_copy() for t in page], next_cursor=next_cursor)
+
+    async def update_thread(
+        self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
+    ) -> Thread:
+        record = self._record(resource_id, thread_id)
+        if record is None:
+            raise ThreadNotFoundError(thread_id)
+        changes: dict[str, Any] = {"updated_at": now()}
+        if not isinstance(title, _Unset):
+            changes["title"] = title
+        if not isinstance(metadata, _Unset):
+            changes["metadata"] = metadata
+        record.thread = Thread.parse({**record.thread.model_dump(), **changes})
+        return record.thread.model_copy()
+
+    async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
+        resource = self._resources.get(resource_id)
+        if resource is None or thread_id not in resource.threads:
+            return False
+        del resource.threads[thread_id]
+        resource.working_memory.pop(f"thread:{thread_id}", None)
+        return True
+
+    # messages
+
+    async def save_messages(
+        self, resource_id: str, thread_id: str, messages: Sequence[Message]
+    ) -> list[Message]:
+        threads = self._resource(resource_id).threads
+        record = threads.get(thread_id)
+        if record is None:
+            record = threads[thread_id] = _ThreadRecord(
+                Thread(id=thread_id, resource_id=resource_id)
+            )
+        saved = []
+        for message in messages:
+            existing = record.messages.get(message.id)
+            seq = existing.seq if existing else record.next_seq
+            if existing is None:
+                record.next_seq += 1
+            stored = message.model_copy(
+                update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq}, deep=True
+            )
+            record.messages[message.id] = stored
+            saved.append(stored.model_copy(deep=True))
+        record.thread = record.thread.model_copy(update={"updated_at": now()})
+        return saved
+
+    async def get_messages(
+        self, resource_id: str, thread_id: str, query: MessageQuery = MessageQuery()
+    ) -> list[Message]:
+        check_query(query)
+        record = self._record(resource_id, thread_id)
+        if record is None:
+            return []
+        ordered = list(record.messages.values())
+        if query.ids is not None:
+            wanted = set(query.ids)
+            keep: set[int] = set()
+            for i, message in enumerate(ordered):
+                if message.id in wanted:
+                    keep.update(range(i - query.message_range, i + query.message_range + 1))
+            ordered = [m for i, m in enumerate(ordered) if i in keep]
+        else:
+            if query.after is not None:
+                ordered = ordered[self._position(record, query.after) + 1 :]
+            if query.before is not None:
+                ordered = ordered[: self._position(record, query.before, ordered)]
+        if query.last_n is not None:
+            ordered = ordered[len(ordered) - query.last_n :] if query.last_n else []
+        if query.first_n is not None:
+            ordered = ordered[: query.first_n]
+        return [m.model_copy(deep=True) for m in ordered]
+
+    @staticmethod
+    def _position(
+        record: _ThreadRecord, message_id: str, within: list[Message] | None = None
+    ) -> int:
+        cursor = record.messages.get(message_id)
+        if cursor is None or cursor.seq is None:
+            raise NotFoundError(f"message {message_id!r} is not in this thread")
+        ordered = within if within is not None else list(record.messages.values())
+        return sum(1 for m in ordered if m.seq is not None and m.seq < cursor.seq)
+
+    async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
+        record = self._record(resource_id, thread_id)
+        if record is None:
+            return 0
+        return sum(1 for i in set(ids) if record.messages.pop(i, None) is not None)
+
+    async def clear_thread(self, resource_id: str, thread_id: str) -> int:
+        record = self._record(resource_id, thread_id)
+        if record is None:
+            return 0
+        count = len(record.messages)
+        record.messages.clear()
+        return count
+
+    async def delete_resource(self, resource_id: str) -> Deleted:
+        resource = self._resources.pop(resource_id, None)
+        if resource is None:
+            return Deleted()
+        return Deleted(
+            threads=len(resource.threads),
+            messages=sum(len(r.messages) for r in resource.threads.values()),
+            working_memories=len(resource.working_memory),
+            states=len(resource.states),
+        )
+
+    # search
+
+    async def search_messages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        resource = self._resources.get(resource_id)
+        groups = [[stem(w) for w in g] for g in query_groups(query)]
+        if resource is None or not groups:
+            return []
+        records = [r for tid, r in resource.threads.items() if thread_id in (None, tid)]
+        docs = [(m, tokens(index_text(m))) for r in records for m in r.messages.values()]
+        return _bm25(groups, docs)[:limit]
+
+    # working memory
+
+    async def get_working_memory(self, resource_id: str, key: str) -> str | None:
+        resource = self._resources.get(resource_id)
+        return resource.working_memory.get(key) if resource else None
+
+    async def update_working_memory(
+        self, resource_id: str, key: str, update: WorkingMemoryUpdate
+    ) -> str | None:
+        store = self._resource(resource_id).working_memory
+        content = update(store.get(key))
+        if content is None:
+            store.pop(key, None)
+        else:
+            store[key] = content
+        return content
+
+    # states
+
+    async def get_state(self, resource_id: str, key: str) -> State | None:
+        resource = self._resources.get(resource_id)
+        state = resource.states.get(key) if resource else None
+        return state.model_copy(deep=True) if state else None
+
+    async def set_state(
+        self,
+        resource_id: str,
+        key: str,
+        value: Any,
+        *,
+        status: str | None = None,
+        expected_version: int | None | _Unset = UNSET,
+    ) -> State | None:
+        states = self._resource(resource_id).states
+        current = states.get(key)
+        version = current.version if current else None
+        if not isinstance(expected_version, _Unset) and expected_version != version:
+            return None
+        state = State(
+            resource_id=resource_id, key=key, value=value, status=status, version=(version or 0) + 1
+        )
+        states[key] = state
+        return state.model_copy(deep=True)
+
+    async def list_states(
+        self, resource_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[State]:
+        check_limit(limit)
+        resource = self._resources.get(resource_id)
+        states = [s for s in (resource.states.values() if resource else []) if status in (None, s.status)]
+        states.sort(key=lambda s: (s.updated_at, s.key), reverse=True)
+        return [s.model_copy(deep=True) for s in states[:limit]]
+
+    async def delete_state(self, resource_id: str, key: str) -> bool:
+        resource = self._resources.get(resource_id)
+        return bool(resource and resource.states.pop(key, None))
+
+    async def close(self) -> None:
+        self._resources.clear()
+
+
+def _bm25(
+    groups: list[list[str]], docs: list[tuple[Message, list[str]]], k1: float = 1.2, b: float = 0.75
+) -> list[SearchHit]:
+    """Okapi BM25 over ``docs``; a group of several tokens counts as a phrase."""
+    if not docs:
+        return []
+    counts = [{tuple(g): _occurrences(g, toks) for g in groups} for _, toks in docs]
+    average = sum(len(toks) for _, toks in docs) / len(docs) or 1.0
+    scored = []
+    for (message, toks), freq in zip(docs, counts, strict=True):
+        score = 0.0
+        for group in dict.fromkeys(tuple(g) for g in groups):
+            tf = freq[group]
+            if tf:
+                having = sum(1 for f in counts if f[group])
+                idf = math.log((len(docs) - having + 0.5) / (having + 0.5) + 1)
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(toks) / average))
+        if score > 0:
+            scored.append(SearchHit(message=message.model_copy(deep=True), score=score))
+    scored.sort(key=lambda h: (-h.score, h.message.created_at))
+    return scored
+
+
+def _occurrences(group: list[str], toks: list[str]) -> int:
+    n = len(group)
+    return sum(1 for i in range(len(toks) - n + 1) if toks[i : i + n] == group)

@@ -1,0 +1,115 @@
+"""The synchronous twin of :class:`memvault.Memory`: the same methods, without ``await``.
+
+Each sync ``Memory`` runs its async twin on a private event loop in a background thread, so it
+works in plain scripts and inside programs that already run an event loop (notebooks, servers).
+
+Example::
+
+    from memvault.sync import Memory
+
+    with Memory.open("sqlite:///app.db") as memory:
+        memory.save_messages([Message.user("hi")], thread_id="t1", resource_id="ada")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from memvault.memory import Memory as AsyncMemory
+from memvault.options import MemoryOptions
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Portal:
+    """An event loop running in a daemon thread; coroutines are submitted to it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="memvault-sync", daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+def _twin(
+    method: Callable[Concatenate[AsyncMemory, P], Awaitable[R]],
+) -> Callable[Concatenate[Memory, P], R]:
+    """A sync method that runs ``method`` of the async twin on the portal."""
+
+    @functools.wraps(method)
+    def call(self: Memory, *args: P.args, **kwargs: P.kwargs) -> R:
+        async def run() -> R:
+            return await method(self.aio, *args, **kwargs)
+
+        return self._portal.run(run())
+
+    return call
+
+
+class Memory:
+    """Synchronous :class:`memvault.Memory`; ``aio`` is the async twin it drives."""
+
+    def __init__(self, aio: AsyncMemory, portal: _Portal) -> None:
+        self.aio = aio
+        self._portal = portal
+
+    @classmethod
+    def open(cls, url: str | None = None, *, options: MemoryOptions | None = None) -> Memory:
+        """See :meth:`memvault.Memory.open`."""
+        portal = _Portal()
+        return cls(portal.run(AsyncMemory.open(url, options=options)), portal)
+
+    def close(self) -> None:
+        try:
+            self._portal.run(self.aio.close())
+        finally:
+            self._portal.stop()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def options(self) -> MemoryOptions:
+        return self.aio.options
+
+    def working_memory_tool(self) -> dict[str, Any]:
+        return self.aio.working_memory_tool()
+
+    create_thread = _twin(AsyncMemory.create_thread)
+    get_thread = _twin(AsyncMemory.get_thread)
+    list_threads = _twin(AsyncMemory.list_threads)
+    update_thread = _twin(AsyncMemory.update_thread)
+    delete_thread = _twin(AsyncMemory.delete_thread)
+    save_messages = _twin(AsyncMemory.save_messages)
+    get_messages = _twin(AsyncMemory.get_messages)
+    get_history = _twin(AsyncMemory.get_history)
+    delete_messages = _twin(AsyncMemory.delete_messages)
+    clear_thread = _twin(AsyncMemory.clear_thread)
+    delete_resource = _twin(AsyncMemory.delete_resource)
+    search_messages = _twin(AsyncMemory.search_messages)
+    get_working_memory = _twin(AsyncMemory.get_working_memory)
+    update_working_memory = _twin(AsyncMemory.update_working_memory)
+    working_memory_instructions = _twin(AsyncMemory.working_memory_instructions)
+    get_state = _twin(AsyncMemory.get_state)
+    set_state = _twin(AsyncMemory.set_state)
+    compare_and_set_state = _twin(AsyncMemory.compare_and_set_state)
+    list_states = _twin(AsyncMemory.list_states)
+    delete_state = _twin(AsyncMemory.delete_state)
