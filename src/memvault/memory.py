@@ -21,7 +21,7 @@ from typing import Any
 
 from memvault import history as history_window
 from memvault import working_memory as wm
-from memvault.errors import MessageTooLargeError, ThreadNotFoundError, ValidationError
+from memvault.errors import MessageTooLargeError, ValidationError
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, check_id, check_json
 from memvault.options import MemoryOptions
 from memvault.stores import Store, open_store

@@ -18,7 +18,7 @@ import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from memvault.memory import Memory as AsyncMemory
 from memvault.options import MemoryOptions
@@ -56,7 +56,7 @@ def _twin(
 
         return self._portal.run(run())
 
-    return call
+    return cast("Callable[Concatenate[Memory, P], R]", call)
 
 
 class Memory:

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable
 
-from memvault.model import Message, TextPart, ToolCallPart, ToolResultPart, ReasoningPart
+from memvault.model import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 TokenCounter = Callable[[str], int]
 MESSAGE_OVERHEAD = 4

@@ -34,9 +34,10 @@ What OpenAI chat cannot carry, and what ``to_openai`` does with it:
   model never asked for); convert it to a TextPart or drop it first. ``input_audio``, ``refusal``
   content parts and non-function tool calls are refused the same way by from_openai.
 * ``ToolResultPart.is_error``: dropped (the model sees the output text; OpenAI has no flag), so it
-  reads back ``False``. A non-string ``output`` is written as compact JSON text and reads back as
-  that string. ``ToolResultPart.name`` is not written; from_openai restores it from the matching
-  tool call earlier in the same list.
+  reads back ``False``. A non-string ``output`` (or tool-call ``args`` that are neither an object
+  nor text) is written as compact JSON text and reads back as that string.
+  ``ToolResultPart.name`` is not written; from_openai restores it from the matching tool call
+  earlier in the same list.
 * ``ImagePart.media_type``/``FilePart.media_type``, ``ReasoningPart.signature``: dropped; several
   reasoning parts are joined by newlines. A FilePart URL that is not ``data:`` or
   ``openai-file:`` is refused (OpenAI takes files only inline or uploaded).
@@ -68,6 +69,7 @@ __all__ = ["from_openai", "to_openai"]
 ROLES = ("system", "developer", "user", "assistant", "tool")
 PASSTHROUGH = ("refusal", "annotations", "audio", "function_call")
 FILE_ID_SCHEME = "openai-file:"
+FILE_FIELDS = ("file_data", "file_id", "filename")
 ContentPart = TextPart | ImagePart | FilePart
 
 
@@ -75,14 +77,18 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _fields(value: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> Mapping[str, Any]:
+def _fields(
+    value: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(f"{where} must be a mapping (dict), got {type(value).__name__}")
     if missing := [k for k in required if k not in value]:
         raise ValidationError(f"{where} is missing {', '.join(map(repr, missing))}")
     if unknown := [k for k in value if k not in required + optional]:
         allowed = ", ".join(required + optional)
-        raise ValidationError(f"{where} has unsupported field(s) {', '.join(map(repr, unknown))}; allowed: {allowed}")
+        raise ValidationError(
+            f"{where} has unsupported field(s) {', '.join(map(repr, unknown))}; allowed: {allowed}"
+        )
     return value
 
 
@@ -92,10 +98,14 @@ def _str(value: Any, where: str) -> str:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse_args(raw: str) -> Any:
     """The JSON object in ``raw``, or ``raw`` itself when it is not one (NaN/Infinity refused)."""
     try:
-        value = json.loads(raw, parse_constant=lambda c: _str(None, f"JSON constant {c}"))
+        value = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return raw
     return value if isinstance(value, dict) else raw
@@ -113,7 +123,7 @@ def _default_shape(role: str, content: list[ContentPart]) -> str:
 def from_openai(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert OpenAI chat messages (dicts) to Messages; raises ValidationError on bad input."""
     if isinstance(items, Mapping | str | bytes):
-        raise ValidationError("from_openai takes a list of OpenAI messages; wrap one message in a list")
+        raise ValidationError("from_openai takes a list of messages; wrap one message in a list")
     out: list[Message] = []
     call_names: dict[str, str] = {}
     for i, item in enumerate(items):
@@ -160,7 +170,9 @@ def _read(item: Any, call_names: Mapping[str, str]) -> Message:
         raise ValidationError(f"a {role} message needs 'content' (a string or a list of parts)")
     if isinstance(raw, list):
         shape = "parts"
-    content_parts = [] if raw is None else [TextPart(text=raw)] if isinstance(raw, str) else _read_content(raw, role)
+    content_parts: list[ContentPart] = []
+    if raw is not None:
+        content_parts = [TextPart(text=raw)] if isinstance(raw, str) else _read_content(raw, role)
     if shape != _default_shape(role, content_parts):
         meta["content_format"] = shape
     parts += content_parts
@@ -169,51 +181,67 @@ def _read(item: Any, call_names: Mapping[str, str]) -> Message:
         parts += [_read_call(call, f"tool_calls[{j}]", meta) for j, call in enumerate(calls)]
     elif "tool_calls" in item:
         if calls is not None and calls != []:
-            raise ValidationError(f"tool_calls must be a list of tool calls, got {type(calls).__name__}")
+            raise ValidationError(f"tool_calls must be a list, got {type(calls).__name__}")
         meta["tool_calls"] = calls
     if item.get("function_call") is not None:
-        raise ValidationError("the deprecated function_call is not supported; send tool_calls instead")
+        raise ValidationError("the deprecated function_call is not supported; use tool_calls")
     meta.update((key, item[key]) for key in PASSTHROUGH if key in item)
-    return Message(role="system" if role == "developer" else role, parts=parts, metadata={"openai": meta} if meta else {})
+    role = "system" if role == "developer" else role
+    return Message(role=role, parts=parts, metadata={"openai": meta} if meta else {})
 
 
 def _read_content(content: Any, role: str) -> list[ContentPart]:
     if not isinstance(content, list):
-        raise ValidationError(f"content must be a string or a list of content parts, got {type(content).__name__}")
+        raise ValidationError(f"content must be a string or a list, got {type(content).__name__}")
     out: list[ContentPart] = []
     for j, raw in enumerate(content):
         where = f"content[{j}]"
         kind = raw.get("type") if isinstance(raw, Mapping) else None
         if kind == "text":
-            out.append(TextPart(text=_str(_fields(raw, where, ("type", "text"))["text"], f"{where}.text")))
+            text = _fields(raw, where, ("type", "text"))["text"]
+            out.append(TextPart(text=_str(text, f"{where}.text")))
         elif kind == "image_url" and role != "tool":
-            image = _fields(_fields(raw, where, ("type", "image_url"))["image_url"], f"{where}.image_url", ("url",), ("detail",))
-            detail = _str(image["detail"], f"{where}.image_url.detail") if "detail" in image else None
-            out.append(ImagePart(url=_str(image["url"], f"{where}.image_url.url"), detail=detail))
+            where += ".image_url"
+            image = _fields(
+                _fields(raw, where, ("type", "image_url"))["image_url"],
+                where,
+                ("url",),
+                ("detail",),
+            )
+            detail = _str(image["detail"], f"{where}.detail") if "detail" in image else None
+            out.append(ImagePart(url=_str(image["url"], f"{where}.url"), detail=detail))
         elif kind == "file" and role != "tool":
-            file = _fields(_fields(raw, where, ("type", "file"))["file"], f"{where}.file", (), ("file_data", "file_id", "filename"))
+            where += ".file"
+            file = _fields(_fields(raw, where, ("type", "file"))["file"], where, (), FILE_FIELDS)
             if ("file_data" in file) == ("file_id" in file):
-                raise ValidationError(f"{where}.file needs exactly one of 'file_data' and 'file_id'")
+                raise ValidationError(f"{where} needs exactly one of 'file_data' and 'file_id'")
             if "file_id" in file:
-                url = FILE_ID_SCHEME + _str(file["file_id"], f"{where}.file.file_id")
-            elif not (url := _str(file["file_data"], f"{where}.file.file_data")).startswith("data:"):
-                raise ValidationError(f"{where}.file.file_data must be a data: URL (data:<media type>;base64,...)")
-            name = _str(file["filename"], f"{where}.file.filename") if "filename" in file else None
+                url = FILE_ID_SCHEME + _str(file["file_id"], f"{where}.file_id")
+            elif not (url := _str(file["file_data"], f"{where}.file_data")).startswith("data:"):
+                raise ValidationError(
+                    f"{where}.file_data must be a data: URL (data:<type>;base64,...)"
+                )
+            name = _str(file["filename"], f"{where}.filename") if "filename" in file else None
             out.append(FilePart(url=url, name=name))
         elif kind in ("input_audio", "refusal"):
-            raise ValidationError(f"{where}: content parts of type {kind!r} are not supported; leave them out")
+            raise ValidationError(
+                f"{where}: {kind!r} content parts are not supported; leave them out"
+            )
         else:
             allowed = "text" if role == "tool" else "text, image_url, file"
-            raise ValidationError(f"{where}: content part type {kind!r} is not allowed here; use one of: {allowed}")
+            raise ValidationError(
+                f"{where}: content part type {kind!r} is not allowed; use {allowed}"
+            )
     return out
 
 
 def _read_call(raw: Any, where: str, meta: dict[str, Any]) -> ToolCallPart:
     call = _fields(raw, where, ("id", "type", "function"))
     if call["type"] != "function":
-        raise ValidationError(f"{where}.type is {call['type']!r}; only 'function' tool calls are supported")
+        raise ValidationError(f"{where}.type is {call['type']!r}; only 'function' is supported")
     function = _fields(call["function"], f"{where}.function", ("name", "arguments"))
-    call_id, name = _str(call["id"], f"{where}.id"), _str(function["name"], f"{where}.function.name")
+    call_id = _str(call["id"], f"{where}.id")
+    name = _str(function["name"], f"{where}.function.name")
     text = _str(function["arguments"], f"{where}.function.arguments (a JSON text)")
     args = _parse_args(text)
     try:
@@ -221,7 +249,7 @@ def _read_call(raw: Any, where: str, meta: dict[str, Any]) -> ToolCallPart:
     except ValidationError:
         if isinstance(args, str):
             raise
-        part = ToolCallPart(tool_call_id=call_id, name=name, args=text)  # e.g. an escaped lone surrogate
+        part = ToolCallPart(tool_call_id=call_id, name=name, args=text)  # e.g. "\\ud800" in it
     if isinstance(part.args, dict) and _dumps(part.args) != text:
         meta.setdefault("raw_arguments", {})[call_id] = text
     return part
@@ -231,13 +259,14 @@ def _read_call(raw: Any, where: str, meta: dict[str, Any]) -> ToolCallPart:
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Convert Messages to OpenAI chat message dicts; raises ValidationError on what OpenAI cannot hold."""
+    """Convert Messages to OpenAI chat dicts; raises ValidationError for what OpenAI cannot hold."""
     if isinstance(messages, Message):
         raise ValidationError("to_openai takes a list of Messages; wrap one Message in a list")
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, Message):
-            raise ValidationError(f"message [{i}] is a {type(message).__name__}, not a Message; build it with Message.parse")
+            kind = type(message).__name__
+            raise ValidationError(f"message [{i}] is a {kind}, not a Message; use Message.parse")
         try:
             out += _write(message)
         except ValidationError as exc:
@@ -250,11 +279,11 @@ def _write(message: Message) -> list[dict[str, Any]]:
     if not isinstance(meta, dict):
         raise ValidationError('metadata["openai"] must be a dict; remove or fix it')
     results = message.tool_results
-    rest = [p for p in message.parts if not isinstance(p, ToolResultPart)]
+    rest: list[Part] = [p for p in message.parts if not isinstance(p, ToolResultPart)]
     if message.role == "tool" and (rest or not results):
         raise ValidationError("a tool message must hold tool-result parts only (at least one)")
     if results and message.role not in ("tool", "user"):
-        raise ValidationError(f"tool results cannot be in a {message.role} message; use a tool message")
+        raise ValidationError(f"tool results cannot be in a {message.role} message; use role tool")
     out = [_write_result(p, meta, message.role) for p in results]
     if message.role != "tool" and (rest or not results):
         out.append(_write_message(message, rest, meta))
@@ -265,8 +294,9 @@ def _write_result(part: ToolResultPart, meta: Mapping[str, Any], role: str) -> d
     out: dict[str, Any] = {"role": "tool", "tool_call_id": part.tool_call_id}
     output = part.output
     if role == "tool" and meta.get("content_format") == "parts":
-        texts = output if isinstance(output, list) and all(isinstance(t, str) for t in output) else [output]
-        out["content"] = [{"type": "text", "text": t if isinstance(t, str) else _dumps(t)} for t in texts]
+        strings = isinstance(output, list) and all(isinstance(t, str) for t in output)
+        texts = output if strings else [output if isinstance(output, str) else _dumps(output)]
+        out["content"] = [{"type": "text", "text": text} for text in texts]
     else:
         out["content"] = output if isinstance(output, str) else _dumps(output)
     if role == "tool" and isinstance(meta.get("name"), str):
@@ -275,9 +305,8 @@ def _write_result(part: ToolResultPart, meta: Mapping[str, Any], role: str) -> d
 
 
 def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any]) -> dict[str, Any]:
-    role, assistant = message.role, message.role == "assistant"
-    if meta.get("role") == "developer" and role == "system":
-        role = "developer"
+    assistant = message.role == "assistant"
+    developer = meta.get("role") == "developer" and message.role == "system"
     content: list[ContentPart] = []
     reasoning: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -288,17 +317,19 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
         elif isinstance(part, ReasoningPart) and assistant:
             reasoning.append(part.text)
         elif isinstance(part, ToolCallPart) and assistant:
-            arguments = _write_args(part, raws.get(part.tool_call_id) if isinstance(raws, dict) else None)
-            function = {"name": part.name, "arguments": arguments}
+            raw = raws.get(part.tool_call_id) if isinstance(raws, dict) else None
+            function = {"name": part.name, "arguments": _write_args(part, raw)}
             calls.append({"id": part.tool_call_id, "type": "function", "function": function})
         elif isinstance(part, DataPart):
             raise ValidationError(
-                f"OpenAI chat cannot carry data parts (name {part.name!r}); turn it into "
+                "OpenAI chat cannot carry data parts; turn each into "
                 "TextPart(text=json.dumps(data)) or drop it before to_openai"
             )
         else:
-            raise ValidationError(f"a {part.type!r} part cannot be in a {message.role} message in OpenAI chat")
-    out: dict[str, Any] = {"role": role}
+            raise ValidationError(
+                f"OpenAI chat has no {part.type!r} parts in {message.role} messages"
+            )
+    out: dict[str, Any] = {"role": "developer" if developer else message.role}
     if isinstance(meta.get("name"), str):
         out["name"] = meta["name"]
     if reasoning:
@@ -306,8 +337,9 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
     wanted = meta.get("content_format")
     feasible = wanted == "parts" or (wanted == "omitted" and assistant and not content)
     shape = wanted if feasible else _default_shape(message.role, content)
-    if shape == "text":
-        out["content"] = content[0].text  # type: ignore[union-attr]
+    first = content[0] if content else None
+    if shape == "text" and isinstance(first, TextPart):
+        out["content"] = first.text
     elif shape != "omitted":
         out["content"] = None if shape == "null" else [_write_part(p) for p in content]
     if calls:
@@ -322,9 +354,10 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
 def _write_args(part: ToolCallPart, raw: Any) -> str:
     if isinstance(part.args, str):
         return part.args
-    if isinstance(raw, str) and isinstance(parsed := _parse_args(raw), dict) and _dumps(parsed) == _dumps(part.args):
-        return raw
-    return _dumps(part.args)
+    canonical = _dumps(part.args)
+    if isinstance(raw, str) and isinstance(parsed := _parse_args(raw), dict):
+        return raw if _dumps(parsed) == canonical else canonical
+    return canonical
 
 
 def _write_part(part: ContentPart) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import platformdirs
@@ -34,32 +35,39 @@ def default_url() -> str:
 async def open_store(url: str | None = None) -> Store:
     """Open the store a URL names (see the module docstring); ``None`` means :func:`default_url`."""
     url = url or default_url()
-    parts = urlsplit(url)
-    if parts.scheme == "memory":
+    scheme = urlsplit(url).scheme
+    if scheme == "memory":
         return InMemoryStore()
-    if parts.scheme == "sqlite":
+    if scheme == "sqlite":
         from memvault.stores.sqlite import SqliteStore
 
-        raw = unquote(parts.path)
-        if not raw.startswith("/") or raw == "/":
-            raise ConfigurationError(
-                f"{url!r} names no file: write sqlite:///relative.db or sqlite:////absolute.db"
-            )
-        path = Path(raw[1:]).expanduser()
-        options = dict(parse_qsl(parts.query))
-        unknown = set(options) - {"durability", "busy_timeout"}
-        if unknown:
-            raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
-        try:
-            timeout = float(options.get("busy_timeout", 60))
-        except ValueError:
-            raise ConfigurationError(f"busy_timeout must be a number of seconds in {url!r}") from None
-        durability = options.get("durability", "normal")
-        if durability not in ("normal", "full"):
-            raise ConfigurationError(f"durability must be 'normal' or 'full' in {url!r}")
-        return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)  # type: ignore[arg-type]
-    if parts.scheme in ("postgres", "postgresql"):
+        path, durability, timeout = sqlite_options(url)
+        return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)
+    if scheme in ("postgres", "postgresql"):
         raise ConfigurationError("the PostgreSQL store is not available yet in this version")
-    raise ConfigurationError(
-        f"unknown store URL {url!r}: use memory:// or sqlite:///path/to/file.db"
-    )
+    raise ConfigurationError(f"unknown store URL {url!r}: use memory:// or sqlite:///path/to/file.db")
+
+
+def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:
+    """The file, durability and busy timeout a ``sqlite:`` URL names."""
+    parts = urlsplit(url)
+    raw = unquote(parts.path)
+    if not raw.startswith("/") or raw == "/":
+        raise ConfigurationError(
+            f"{url!r} names no file: write sqlite:///relative.db or sqlite:////absolute.db"
+        )
+    options = dict(parse_qsl(parts.query))
+    unknown = set(options) - {"durability", "busy_timeout"}
+    if unknown:
+        raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
+    try:
+        timeout = float(options.get("busy_timeout", 60))
+    except ValueError:
+        raise ConfigurationError(f"busy_timeout must be a number of seconds in {url!r}") from None
+    path = Path(raw[1:]).expanduser()
+    durability = options.get("durability", "normal")
+    if durability == "normal":
+        return path, "normal", timeout
+    if durability == "full":
+        return path, "full", timeout
+    raise ConfigurationError(f"durability must be 'normal' or 'full' in {url!r}")

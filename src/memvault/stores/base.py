@@ -45,6 +45,10 @@ class MessageQuery:
     first_n: int | None = None
 
 
+ALL_MESSAGES: Final = MessageQuery()
+"""The query for every message of a thread."""
+
+
 @dataclass(frozen=True)
 class Deleted:
     """What a deletion removed, by kind."""
@@ -99,7 +103,7 @@ class MessageStore(Protocol):
         ...
 
     async def get_messages(
-        self, resource_id: str, thread_id: str, query: MessageQuery = MessageQuery()
+        self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         """Messages of the thread selected by ``query``, in thread order. A missing thread has
         no messages."""
@@ -161,7 +165,7 @@ class StateStore(Protocol):
         value: Any,
         *,
         status: str | None = None,
-        expected_version: int | None | _Unset = UNSET,
+        expected_version: int | _Unset | None = UNSET,
     ) -> State | None:
         """Write the state, incrementing its version (1 for a new key).
 

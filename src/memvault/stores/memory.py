@@ -16,6 +16,7 @@ from memvault.errors import NotFoundError, ThreadExistsError, ThreadNotFoundErro
 from memvault.lexical import index_text, query_groups, stem, tokens
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
 from memvault.stores.base import (
+    ALL_MESSAGES,
     UNSET,
     Deleted,
     MessageQuery,
@@ -138,7 +139,7 @@ class InMemoryStore:
         return saved
 
     async def get_messages(
-        self, resource_id: str, thread_id: str, query: MessageQuery = MessageQuery()
+        self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         check_query(query)
         record = self._record(resource_id, thread_id)
@@ -243,7 +244,7 @@ class InMemoryStore:
         value: Any,
         *,
         status: str | None = None,
-        expected_version: int | None | _Unset = UNSET,
+        expected_version: int | _Unset | None = UNSET,
     ) -> State | None:
         states = self._resource(resource_id).states
         current = states.get(key)

@@ -7,7 +7,7 @@ Rows were validated when they were written, so they are rebuilt without validati
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from memvault.model import (
     DataPart,
@@ -15,6 +15,7 @@ from memvault.model import (
     ImagePart,
     Message,
     Model,
+    Part,
     ReasoningPart,
     State,
     TextPart,
@@ -48,7 +49,7 @@ def message(row: Any) -> Message:
         resource_id=resource_id,
         seq=seq,
         role=role,
-        parts=[_PARTS[p["type"]].model_construct(**p) for p in json.loads(parts)],
+        parts=[cast(Part, _PARTS[p["type"]].model_construct(**p)) for p in json.loads(parts)],
         metadata=json.loads(metadata),
         created_at=from_micros(created_us),
     )

@@ -23,14 +23,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from memvault.errors import ConfigurationError, NotFoundError, StoreError, ThreadExistsError
-from memvault.errors import ThreadNotFoundError
+from memvault.errors import (
+    ConfigurationError,
+    NotFoundError,
+    StoreError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from memvault.lexical import fts5_query, index_text
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
 from memvault.stores import rows
-from memvault.stores.base import UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor
-from memvault.stores.common import to_micros
+from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
 from memvault.stores.sqlite_schema import migrate
 
 T = TypeVar("T")
@@ -162,7 +166,7 @@ class SqliteStore:
         return await self._run(self._write, _save_messages, resource_id, thread_id, prepared)
 
     async def get_messages(
-        self, resource_id: str, thread_id: str, query: MessageQuery = MessageQuery()
+        self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         check_query(query)
         return await self._run(self._read, _get_messages, resource_id, thread_id, query)
@@ -207,7 +211,7 @@ class SqliteStore:
         value: Any,
         *,
         status: str | None = None,
-        expected_version: int | None | _Unset = UNSET,
+        expected_version: int | _Unset | None = UNSET,
     ) -> State | None:
         state = State(resource_id=resource_id, key=key, value=value, status=status)
         return await self._run(self._write, _set_state, state, expected_version)
@@ -486,7 +490,7 @@ def _get_state(conn: sqlite3.Connection, resource_id: str, key: str) -> State | 
 
 
 def _set_state(
-    conn: sqlite3.Connection, state: State, expected_version: int | None | _Unset
+    conn: sqlite3.Connection, state: State, expected_version: int | _Unset | None
 ) -> State | None:
     current = _get_state(conn, state.resource_id, state.key)
     version = current.version if current else None

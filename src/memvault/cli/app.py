@@ -1,0 +1,20 @@
+"""The ``memvault`` command: ``memvault --help`` lists the commands."""
+
+from __future__ import annotations
+
+import typer
+
+from memvault.cli import bench, demo
+
+app = typer.Typer(
+    name="memvault",
+    help="Memory for LLM agents: durable threads, history, working memory and search.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.command("demo")(demo.demo)
+app.add_typer(bench.app, name="bench")
+
+
+def main() -> None:
+    app()
