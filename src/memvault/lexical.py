@@ -47,14 +47,24 @@ def split_cjk(text: str) -> str:
     return _CJK_CHAR.sub(lambda m: f" {m.group(0)} ", text)
 
 
+STOP_WORDS = frozenset(
+    "a about an and are as at be been but by can could did do does for from had has have he her"
+    " him his how i if in into is it its me my no not of on or our she so than that the their them"
+    " then there these they this those to us was we were what when where which who whom why will"
+    " with would you your yours m s t d ll re ve".split()
+)
+
+
 def query_groups(query: str) -> list[list[str]]:
     """The query's words, lower-cased; a CJK run becomes one group of single characters
-    (matched as a phrase), any other word a group of one."""
+    (matched as a phrase), any other word a group of one. English stop words are dropped,
+    unless the query has nothing else."""
     groups: list[list[str]] = []
     for match in _WORD.finditer(query.lower()):
         word = match.group(0)
         groups.append(list(word) if _CJK_CHAR.match(word) else [word])
-    return groups
+    content = [g for g in groups if len(g) > 1 or g[0] not in STOP_WORDS]
+    return content or groups
 
 
 def fts5_query(query: str) -> str | None:

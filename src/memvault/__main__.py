@@ -1,0 +1,5 @@
+"""``python -m memvault`` is the ``memvault`` command."""
+
+from memvault.cli.app import main
+
+main()
