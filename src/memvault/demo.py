@@ -50,7 +50,9 @@ class Turn:
     saved: list[Message] = field(default_factory=list)
 
 
-async def context(memory: Memory, thread_id: str, user: Message) -> tuple[list[dict[str, Any]], list[SearchHit]]:
+async def context(
+    memory: Memory, thread_id: str, user: Message
+) -> tuple[list[dict[str, Any]], list[SearchHit]]:
     """The model input for a turn: instructions with working memory, older messages from other
     threads found by search (with their date), the history window and the new user message."""
     system = await memory.working_memory_instructions(resource_id=RESOURCE)

@@ -45,9 +45,9 @@ def demo(
         "Working memory and a message found by search in the first conversation reach the model"
         " in a thread it has never seen (OpenAI chat messages):"
     )
-    for message in last.model_input:
-        body = message.get("content") or json.dumps(message.get("tool_calls"), indent=2)
-        console.print(Panel(Text(str(body)), title=message["role"], title_align="left"))
+    for item in last.model_input:
+        body = item.get("content") or json.dumps(item.get("tool_calls"), indent=2)
+        console.print(Panel(Text(str(body)), title=item["role"], title_align="left"))
     found = ", ".join(f"{h.message.thread_id}#{h.message.seq}" for h in last.recalled) or "nothing"
     console.print(Panel(f"search found: {found}", title="recall", expand=False))
 
