@@ -1,0 +1,63 @@
+"""Every statement the SQLite store runs on a realistic workload is answered through an index:
+no full scan of a table, so the cost of a call (delete_resource included) follows the rows it
+touches, not the size of the database."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from memvault import Memory, Message, ToolCallPart, ToolResultPart
+from memvault.stores.sqlite import SqliteStore
+
+
+async def _workload(memory: Memory) -> None:
+    for resource in ("ada", "bob"):
+        for thread in ("t1", "t2"):
+            saved = await memory.save_messages(
+                [Message.user("I like green tea"), Message.assistant("Noted"),
+                 Message(role="assistant", parts=[ToolCallPart(tool_call_id="c", name="f")]),
+                 Message(role="tool", parts=[ToolResultPart(tool_call_id="c", output="ok")])],
+                thread_id=thread, resource_id=resource,
+            )
+            await memory.save_messages(saved[:1], thread_id=thread, resource_id=resource)
+    ids = [m.id for m in await memory.get_messages(thread_id="t1", resource_id="ada")]
+    await memory.get_history(thread_id="t1", resource_id="ada")
+    await memory.get_messages(thread_id="t1", resource_id="ada", ids=ids[1:2], message_range=1)
+    await memory.get_messages(thread_id="t1", resource_id="ada", before=ids[2], last_n=1)
+    await memory.get_messages(thread_id="t1", resource_id="ada", after=ids[0], first_n=1)
+    page = await memory.list_threads(resource_id="ada", limit=1)
+    await memory.list_threads(resource_id="ada", limit=1, cursor=page.next_cursor)
+    await memory.update_thread(thread_id="t1", resource_id="ada", title="tea")
+    await memory.search_messages(resource_id="ada", query="tea", thread_id="t1")
+    await memory.update_working_memory("likes tea", resource_id="ada")
+    await memory.set_state({"step": 1}, resource_id="ada", key="run-1", status="suspended")
+    await memory.list_states(resource_id="ada", status="suspended")
+    await memory.delete_messages(ids[:1], thread_id="t1", resource_id="ada")
+    await memory.clear_thread(thread_id="t2", resource_id="ada")
+    await memory.delete_thread(thread_id="t2", resource_id="ada")
+    await memory.delete_resource(resource_id="bob")
+
+
+async def test_no_statement_scans_a_whole_table(tmp_path: Path) -> None:
+    path = tmp_path / "plans.db"
+    store = await SqliteStore.open(path)
+    statements: list[str] = []
+    conn = store._conn
+    assert conn is not None
+    await store._run(conn.set_trace_callback, statements.append)
+    memory = Memory(store)
+    await _workload(memory)
+    await memory.close()
+
+    checked = 0
+    probe = sqlite3.connect(path)
+    for sql in dict.fromkeys(statements):
+        if not re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE)", sql, re.IGNORECASE):
+            continue
+        plan = " | ".join(row[3] for row in probe.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        scans = [s for s in re.findall(r"SCAN (\w+)", plan) if s != "messages_fts"]
+        assert not scans, f"{sql}\n  plan: {plan}"
+        checked += 1
+    assert checked >= 15
