@@ -12,6 +12,7 @@ Any user string is a safe query: operators, quotes and punctuation are plain cha
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
@@ -28,17 +29,16 @@ _STEMMER = snowballstemmer.stemmer("porter")
 
 
 def index_text(message: Message) -> str:
-    """The text a store indexes for a message: its text parts and its tool results' text.
-
-    CJK characters are separated by spaces so that each one is a token.
-    """
+    """The text a store indexes for a message: its text parts and its tool results' text,
+    folded (lower case, compatibility forms, no diacritics), with CJK characters separated by
+    spaces so that each one is a token."""
     chunks: list[str] = []
     for part in message.parts:
         if isinstance(part, TextPart):
             chunks.append(part.text)
         elif isinstance(part, ToolResultPart) and isinstance(part.output, str):
             chunks.append(part.output)
-    return split_cjk("\n".join(chunks))
+    return split_cjk(fold("\n".join(chunks)))
 
 
 def split_cjk(text: str) -> str:
@@ -60,7 +60,7 @@ def query_groups(query: str) -> list[list[str]]:
     (matched as a phrase), any other word a group of one. English stop words are dropped,
     unless the query has nothing else."""
     groups: list[list[str]] = []
-    for match in _WORD.finditer(query.lower()):
+    for match in _WORD.finditer(fold(query)):
         word = match.group(0)
         groups.append(list(word) if _CJK_CHAR.match(word) else [word])
     content = [g for g in groups if len(g) > 1 or g[0] not in STOP_WORDS]
@@ -89,8 +89,16 @@ def stem(word: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """The stemmed tokens of an indexed text, in order (the in-memory store's tokenizer)."""
-    return [stem(w) for w in _WORD.findall(split_cjk(text).lower()) for w in _split_run(w)]
+    """The stemmed tokens of an indexed text, in order (the in-memory store's tokenizer):
+    lower-cased and without diacritics, like FTS5's ``unicode61 remove_diacritics 2``."""
+    folded = fold(split_cjk(text))
+    return [stem(w) for run in _WORD.findall(folded) for w in _split_run(run)]
+
+
+def fold(text: str) -> str:
+    """Lower-case, fold compatibility forms and strip diacritics ("Ｃａｆé" → "cafe")."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _split_run(word: str) -> list[str]:

@@ -2,6 +2,109 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
 app = typer.Typer(help="Measure memvault against its peers and floors.", no_args_is_help=True)
+
+
+@app.command("store")
+def store(
+    messages: Annotated[int, typer.Option(min=2, help="Messages to write (2-message turns).")] = (
+        100_000
+    ),
+    threads: Annotated[int, typer.Option(min=1, help="Threads the turns are spread over.")] = 1000,
+    reads: Annotated[int, typer.Option(min=1, help="Reads of the newest 20 messages.")] = 2000,
+    db_dir: Annotated[
+        Path | None,
+        typer.Option("--db-dir", help="Folder for the database files (default: the system's "
+                     "temporary folder); a fresh subfolder is made and removed afterwards."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the workload's RNG.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Write and read throughput of the SQLite store against the OpenAI Agents SDK's
+    SQLiteSession (the peer) and raw sqlite3 on the same schema (the floor)."""
+    from rich.console import Console
+
+    from memvault.bench import store as bench_store
+
+    if messages % 2:
+        raise typer.BadParameter("must be even: the workload is 2-message turns",
+                                 param_hint="--messages")
+    if threads > messages // 2:
+        raise typer.BadParameter(f"at most {messages // 2} (one turn per thread at least)",
+                                 param_hint="--threads")
+    errors = Console(stderr=True)
+    if as_json:
+        result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
+                                 seed=seed)
+        typer.echo(json.dumps(result, indent=2))
+        return
+    with errors.status("starting") as status:
+        result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
+                                 seed=seed, progress=lambda text: status.update(text))
+    _show(result)
+
+
+def _show(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    config, systems = result["config"], result["systems"]
+    console.print(
+        f"[bold]memvault bench store[/]: {config['messages']:,} messages over "
+        f"{config['threads']:,} threads as {config['turns']:,} turns, {config['reads']:,} reads "
+        f"of the newest {config['read_last_n']}; {config['machine']['cpus']} CPUs, "
+        f"SQLite {config['machine']['sqlite']}"
+    )
+    console.print(f"Unit of durability: {config['write_unit']}.")
+
+    def number(value: float | None, digits: int) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    table = Table(title="Write and read")
+    for column in ("system", "durability", "messages/s", "turn p50 ms", "turn p99 ms",
+                   "read p50 ms", "read p99 ms", "stored"):
+        table.add_column(column, justify="left" if column in ("system", "durability") else "right")
+    durability = config["durability"]
+    for name, row in systems.items():
+        table.add_row(
+            name,
+            durability.get(name, "WAL, synchronous=NORMAL, one transaction"),
+            number(row["messages_per_s"], 0),
+            number(row.get("turn_p50_ms"), 3),
+            number(row.get("turn_p99_ms"), 3),
+            number(row["read_p50_ms"], 3),
+            number(row["read_p99_ms"], 3),
+            f"{row['stored']['messages']:,}",
+        )
+    console.print(table)
+    memvault = systems["memvault"]
+    console.print(f"memvault get_history(last_n={config['read_last_n']}): p50 "
+                  f"{memvault['history_p50_ms']:.3f} ms, p99 {memvault['history_p99_ms']:.3f} ms")
+
+    targets = Table(title="Targets")
+    for column in ("ratio", "target", "memvault", "met", "memvault durability=full", "met "):
+        targets.add_column(column, justify="left" if column == "ratio" else "right")
+    for name, target in result["targets"].items():
+        targets.add_row(
+            name, target,
+            f"{result['ratios'][name]:.2f}", _mark(result["targets_met"][name]),
+            f"{result['ratios_durability_full'][name]:.2f}",
+            _mark(result["targets_met_durability_full"][name]),
+        )
+    console.print(targets)
+    checks = {"every system stored every message": result["counts_ok"],
+              "every read returned the newest messages": result["reads_ok"],
+              "floor stored the same rows as memvault": result["same_rows_memvault_floor"]}
+    for text, ok in checks.items():
+        console.print(f"{_mark(ok)} {text}")
+
+
+def _mark(ok: bool) -> str:
+    return "[green]yes[/]" if ok else "[red]no[/]"

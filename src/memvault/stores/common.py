@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from memvault.errors import ValidationError
 from memvault.model import MAX_ID_LENGTH
 from memvault.stores.base import MessageQuery
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+
+
 def to_micros(value: datetime) -> int:
-    """Microseconds since the Unix epoch (UTC), the stores' time column."""
-    return int(value.timestamp() * 1_000_000) if value.tzinfo else int(
-        value.replace(tzinfo=UTC).timestamp() * 1_000_000
-    )
+    """Microseconds since the Unix epoch (UTC), exactly: the stores' time column.
+    A naive datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - EPOCH) // MICROSECOND
 
 
 def from_micros(value: int) -> datetime:
-    return datetime.fromtimestamp(value / 1_000_000, UTC)
+    return EPOCH + timedelta(microseconds=value)
 
 
 def encode_cursor(updated_us: int, thread_id: str) -> str:

@@ -65,14 +65,14 @@ class InMemoryStore:
         threads = self._resource(thread.resource_id).threads
         if thread.id in threads:
             if exist_ok:
-                return threads[thread.id].thread.model_copy()
+                return threads[thread.id].thread.model_copy(deep=True)
             raise ThreadExistsError(thread.id)
-        threads[thread.id] = _ThreadRecord(thread.model_copy())
-        return thread.model_copy()
+        threads[thread.id] = _ThreadRecord(thread.model_copy(deep=True))
+        return thread.model_copy(deep=True)
 
     async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
         record = self._record(resource_id, thread_id)
-        return record.thread.model_copy() if record else None
+        return record.thread.model_copy(deep=True) if record else None
 
     async def list_threads(
         self, resource_id: str, *, limit: int = 20, cursor: str | None = None
@@ -89,7 +89,7 @@ class InMemoryStore:
         if len(threads) > limit:
             last = page[-1]
             next_cursor = encode_cursor(to_micros(last.updated_at), last.id)
-        return ThreadPage(threads=[t.model_copy() for t in page], next_cursor=next_cursor)
+        return ThreadPage(threads=[t.model_copy(deep=True) for t in page], next_cursor=next_cursor)
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
@@ -103,7 +103,7 @@ class InMemoryStore:
         if not isinstance(metadata, _Unset):
             changes["metadata"] = metadata
         record.thread = Thread.parse({**record.thread.model_dump(), **changes})
-        return record.thread.model_copy()
+        return record.thread.model_copy(deep=True)
 
     async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
         resource = self._resources.get(resource_id)
@@ -159,7 +159,7 @@ class InMemoryStore:
             if query.before is not None:
                 ordered = ordered[: self._position(record, query.before, ordered)]
         if query.last_n is not None:
-            ordered = ordered[len(ordered) - query.last_n :] if query.last_n else []
+            ordered = ordered[-query.last_n :] if query.last_n else []
         if query.first_n is not None:
             ordered = ordered[: query.first_n]
         return [m.model_copy(deep=True) for m in ordered]

@@ -367,7 +367,7 @@ def _get_messages(
                 ))
         selected = sorted(wanted)
         if query.last_n is not None:
-            selected = selected[len(selected) - query.last_n :] if query.last_n else []
+            selected = selected[-query.last_n :] if query.last_n else []
         if query.first_n is not None:
             selected = selected[: query.first_n]
         found = []
@@ -380,6 +380,9 @@ def _get_messages(
         return [rows.message(r) for r in found]
     sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE {where}"
     args: list[Any] = list(key)
+    has_cursor = query.after is not None or query.before is not None
+    if has_cursor and _get_thread(conn, resource_id, thread_id) is None:
+        return []  # a missing thread has no messages, whatever the cursor
     for cursor, op in ((query.after, ">"), (query.before, "<")):
         if cursor is not None:
             sql += f" AND seq {op} ?"

@@ -1,0 +1,581 @@
+"""``memvault bench store``: how fast the SQLite store writes and reads conversations.
+
+Three systems run side by side in one process, on one workload, each on its own fresh file:
+
+- **memvault**: the public async API (``Memory.open("sqlite:///...")``), one ``save_messages``
+  call per turn, awaited in sequence; once with the default ``durability=normal``
+  (``synchronous=NORMAL``) and once with ``durability=full`` (an fsync per commit).
+- **peer**: the OpenAI Agents SDK's file-backed ``agents.memory.SQLiteSession`` (WAL, SQLite's
+  default ``synchronous=FULL``, one transaction per ``add_items``, run on
+  ``asyncio.to_thread``), one session object per thread, created before the clock starts and
+  reused, one ``add_items([user, assistant])`` per turn.
+- **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite_schema.migrate``) and pragmas
+  (WAL, ``synchronous=NORMAL``), writing the same rows (threads row, messages with ``seq``
+  computed in Python, the FTS body through the same triggers) with ``executemany`` in one
+  transaction per turn: the same unit of durability as ``save_messages``. As extra
+  information, the same rows in one single transaction (``floor_bulk``).
+
+The workload: ``messages`` messages over ``threads`` threads as 2-message turns (a user message
+of 20-400 characters, then an assistant message of 50-1,500), words drawn from a seeded RNG, the
+threads' turns interleaved in a seeded random order like many users chatting at once. Then
+``reads`` reads of the newest 20 messages of random threads. Writes and reads proceed in
+blocks, the systems taking turns in a rotating order, so a noisy neighbour slows them alike.
+
+:func:`run` returns the result as a JSON-ready dict; the targets are checked against the
+measurements, never assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from memvault import Memory, Message
+from memvault.stores.sqlite_schema import migrate
+
+if TYPE_CHECKING:
+    from agents.memory import SQLiteSession
+
+USER_CHARS = (20, 400)
+ASSISTANT_CHARS = (50, 1500)
+LAST_N = 20
+WRITE_BLOCK = 250  # turns each system writes before the next one takes its turn
+READ_BLOCK = 50
+
+#: ``name: (comparison, bound)`` for each ratio the issue sets a target on.
+TARGETS: dict[str, tuple[str, float]] = {
+    "write_memvault_over_peer": (">=", 3.0),
+    "write_floor_over_memvault": ("<=", 2.0),
+    "read_p50_memvault_over_peer": ("<=", 1.0),
+}
+
+_WORDS = (
+    "the of and to in is you that it he was for on are as with his they at be this have from "
+    "or one had by word but not what all were we when your can said there use an each which she "
+    "do how their if will up other about out many then them these so some her would make like "
+    "him into time has look two more write go see number no way could people my than first water "
+    "been call who oil its now find long down day did get come made may part over new sound take "
+    "only little work know place year live me back give most very after thing our just name good "
+    "sentence man think say great where help through much before line right too mean old any "
+    "same tell boy follow came want show also around form three small set put end does another "
+    "well large must big even such because turn here why ask went men read need land different "
+    "home us move try kind hand picture again change off play spell air away animal house point "
+    "page letter mother answer found study still learn should America world database memory "
+    "thread message agent model token budget history search recall summary function python "
+    "deploy server request response latency cache index query schema migration transaction"
+).split()
+
+_THREAD_UPSERT = (
+    "INSERT INTO threads (resource_id, id, created_us, updated_us, next_seq) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT DO UPDATE SET updated_us = excluded.updated_us, next_seq = excluded.next_seq"
+)
+_MESSAGE_INSERT = (
+    "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata, created_us,"
+    " body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_LAST_N_SELECT = (
+    "SELECT id, thread_id, resource_id, seq, role, parts, metadata, created_us FROM messages"
+    " WHERE resource_id = ? AND thread_id = ? ORDER BY seq DESC LIMIT ?"
+)
+
+
+class Turn(NamedTuple):
+    thread: int  # index into Workload.thread_ids
+    user: str
+    assistant: str
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The deterministic input every system gets: the same turns in the same order."""
+
+    thread_ids: list[str]
+    resource_ids: list[str]
+    turns: list[Turn]
+    reads: list[int]  # thread indexes to read, in order
+    messages_per_thread: list[int]
+
+    @property
+    def messages(self) -> int:
+        return 2 * len(self.turns)
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    length = rng.randint(low, high)
+    words: list[str] = []
+    size = 0
+    while size < length:
+        more = rng.choices(_WORDS, k=length // 5 + 2)
+        words += more
+        size += sum(len(w) + 1 for w in more)
+    text = " ".join(words)[: length - 1].rstrip()
+    return text[:1].upper() + text[1:] + "."
+
+
+def make_workload(messages: int, threads: int, reads: int, seed: int = 1) -> Workload:
+    """``messages`` as 2-message turns spread evenly over ``threads`` threads, the turns of all
+    threads interleaved in a seeded random order; ``reads`` random threads to read."""
+    if messages < 2 or messages % 2:
+        raise ValueError(f"messages must be an even number of at least 2 (2-message turns), "
+                         f"got {messages}")
+    turns = messages // 2
+    if not 1 <= threads <= turns:
+        raise ValueError(f"threads must be from 1 to {turns} (one turn each at least), got {threads}")
+    if reads < 1:
+        raise ValueError(f"reads must be at least 1, got {reads}")
+    rng = random.Random(seed)
+    per_thread = [turns // threads + (1 if k < turns % threads else 0) for k in range(threads)]
+    order = [k for k, count in enumerate(per_thread) for _ in range(count)]
+    rng.shuffle(order)
+    return Workload(
+        thread_ids=[f"thread-{k:06d}" for k in range(threads)],
+        resource_ids=[f"user-{k:06d}" for k in range(threads)],
+        turns=[Turn(k, _text(rng, *USER_CHARS), _text(rng, *ASSISTANT_CHARS)) for k in order],
+        reads=[rng.randrange(threads) for _ in range(reads)],
+        messages_per_thread=[2 * count for count in per_thread],
+    )
+
+
+# The systems. Each writes a block of turns and reads a block of threads, returning the
+# latency of each call in seconds; a read also checks it got the newest LAST_N messages.
+
+Latencies = list[float]
+
+
+class _Memvault:
+    def __init__(self, memory: Memory, work: Workload) -> None:
+        self.memory = memory
+        self.work = work
+        self.bad_reads = 0
+
+    async def write(self, turns: Sequence[Turn]) -> Latencies:
+        save, threads, resources = self.memory.save_messages, self.work.thread_ids, self.work.resource_ids
+        clock, out = time.perf_counter, []
+        for turn in turns:
+            start = clock()
+            await save(
+                [Message.user(turn.user), Message.assistant(turn.assistant)],
+                thread_id=threads[turn.thread],
+                resource_id=resources[turn.thread],
+            )
+            out.append(clock() - start)
+        return out
+
+    async def read(self, threads: Sequence[int]) -> Latencies:
+        get, ids, resources = self.memory.get_messages, self.work.thread_ids, self.work.resource_ids
+        clock, out = time.perf_counter, []
+        for k in threads:
+            start = clock()
+            found = await get(thread_id=ids[k], resource_id=resources[k], last_n=LAST_N)
+            out.append(clock() - start)
+            self.bad_reads += _check_read(self.work, k, [m.seq for m in found])
+        return out
+
+    async def history(self, threads: Sequence[int]) -> Latencies:
+        get, ids, resources = self.memory.get_history, self.work.thread_ids, self.work.resource_ids
+        clock, out = time.perf_counter, []
+        for k in threads:
+            start = clock()
+            found = await get(thread_id=ids[k], resource_id=resources[k], last_n=LAST_N)
+            out.append(clock() - start)
+            self.bad_reads += _check_read(self.work, k, [m.seq for m in found])
+        return out
+
+
+class _Peer:
+    def __init__(self, sessions: list[SQLiteSession], work: Workload) -> None:
+        self.sessions = sessions
+        self.work = work
+        self.bad_reads = 0
+
+    async def write(self, turns: Sequence[Turn]) -> Latencies:
+        sessions, clock, out = self.sessions, time.perf_counter, []
+        for turn in turns:
+            start = clock()
+            await sessions[turn.thread].add_items(
+                [{"role": "user", "content": turn.user},
+                 {"role": "assistant", "content": turn.assistant}]
+            )
+            out.append(clock() - start)
+        return out
+
+    async def read(self, threads: Sequence[int]) -> Latencies:
+        sessions, clock, out = self.sessions, time.perf_counter, []
+        for k in threads:
+            start = clock()
+            items = await sessions[k].get_items(limit=LAST_N)
+            out.append(clock() - start)
+            self.bad_reads += len(items) != min(LAST_N, self.work.messages_per_thread[k])
+        return out
+
+
+class _Floor:
+    """Raw sqlite3 on memvault's schema: what hand-written code would do for the same rows."""
+
+    def __init__(self, path: Path, work: Workload) -> None:
+        self.work = work
+        self.bad_reads = 0
+        self.next_seq = [1] * len(work.thread_ids)
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        self.conn.execute("BEGIN IMMEDIATE")
+        migrate(self.conn)
+        self.conn.execute("COMMIT")
+
+    def _insert(self, turn: Turn) -> None:
+        k = turn.thread
+        thread_id, resource_id = self.work.thread_ids[k], self.work.resource_ids[k]
+        seq = self.next_seq[k]
+        stamp = time.time_ns() // 1000
+        self.conn.execute(_THREAD_UPSERT, (resource_id, thread_id, stamp, stamp, seq + 2))
+        self.conn.executemany(_MESSAGE_INSERT, [
+            (resource_id, thread_id, uuid.uuid4().hex, seq + i, role, _parts(text), "{}", stamp,
+             text)
+            for i, (role, text) in enumerate((("user", turn.user), ("assistant", turn.assistant)))
+        ])
+        self.next_seq[k] = seq + 2
+
+    async def write(self, turns: Sequence[Turn]) -> Latencies:
+        execute, insert, clock, out = self.conn.execute, self._insert, time.perf_counter, []
+        for turn in turns:
+            start = clock()
+            execute("BEGIN IMMEDIATE")
+            insert(turn)
+            execute("COMMIT")
+            out.append(clock() - start)
+        return out
+
+    def write_bulk(self, turns: Sequence[Turn]) -> float:
+        start = time.perf_counter()
+        self.conn.execute("BEGIN IMMEDIATE")
+        for turn in turns:
+            self._insert(turn)
+        self.conn.execute("COMMIT")
+        return time.perf_counter() - start
+
+    async def read(self, threads: Sequence[int]) -> Latencies:
+        execute, ids, resources = self.conn.execute, self.work.thread_ids, self.work.resource_ids
+        clock, out = time.perf_counter, []
+        for k in threads:
+            start = clock()
+            found = [
+                (*row[:5], json.loads(row[5]), json.loads(row[6]), row[7])
+                for row in reversed(execute(_LAST_N_SELECT, (resources[k], ids[k], LAST_N)).fetchall())
+            ]
+            out.append(clock() - start)
+            self.bad_reads += _check_read(self.work, k, [row[3] for row in found])
+        return out
+
+
+def _parts(text: str) -> str:
+    """A text message's parts exactly as memvault stores them (``Message.parts_json``)."""
+    return json.dumps([{"type": "text", "text": text}], ensure_ascii=False, separators=(",", ":"))
+
+
+def _check_read(work: Workload, k: int, seqs: list[int | None]) -> int:
+    """1 if ``seqs`` are not the thread's newest LAST_N in order, else 0."""
+    total = work.messages_per_thread[k]
+    return int(seqs != list(range(max(1, total - LAST_N + 1), total + 1)))
+
+
+async def _interleave(
+    jobs: dict[str, Callable[[Sequence[Any]], Awaitable[Latencies]]],
+    items: Sequence[Any],
+    block: int,
+    progress: Callable[[str], None] | None,
+    label: str,
+) -> dict[str, tuple[float, Latencies]]:
+    """Feed ``items`` to every job in blocks, rotating which job goes first; per job, the total
+    wall time and every call's latency."""
+    spent = dict.fromkeys(jobs, 0.0)
+    latencies: dict[str, Latencies] = {name: [] for name in jobs}
+    names = list(jobs)
+    for number, first in enumerate(range(0, len(items), block)):
+        chunk = items[first : first + block]
+        shift = number % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            latencies[name] += await jobs[name](chunk)
+            spent[name] += time.perf_counter() - start
+        if progress is not None:
+            progress(f"{label} {min(first + block, len(items)):,}/{len(items):,}")
+    return {name: (spent[name], latencies[name]) for name in names}
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 4)
+
+
+def _stored(path: Path, table: str, thread_column: str) -> dict[str, int]:
+    with sqlite3.connect(path) as conn:
+        messages, threads = conn.execute(
+            f"SELECT count(*), count(DISTINCT {thread_column}) FROM {table}"
+        ).fetchone()
+    conn.close()
+    return {"messages": int(messages), "threads": int(threads)}
+
+
+def _same_rows(memvault: Path, floor: Path, work: Workload) -> bool:
+    """Whether memvault and the floor stored the same rows (all but the random ids and times)
+    for a few threads."""
+    sql = ("SELECT resource_id, thread_id, seq, role, parts, metadata, body FROM messages"
+           " WHERE thread_id = ? ORDER BY seq")
+    threads_sql = "SELECT resource_id, id, next_seq FROM threads WHERE id = ?"
+    with sqlite3.connect(memvault) as one, sqlite3.connect(floor) as two:
+        same = all(
+            one.execute(q, (work.thread_ids[k],)).fetchall()
+            == two.execute(q, (work.thread_ids[k],)).fetchall()
+            for k in sorted({0, len(work.thread_ids) // 2, len(work.thread_ids) - 1})
+            for q in (sql, threads_sql)
+        )
+    one.close()
+    two.close()
+    return same
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+async def measure(
+    *,
+    messages: int = 100_000,
+    threads: int = 1000,
+    reads: int = 2000,
+    db_dir: str | Path | None = None,
+    seed: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark (see the module doc) and return its result as a JSON-ready dict.
+
+    The database files go to a fresh folder inside ``db_dir`` (default: the system's temporary
+    folder), removed afterwards."""
+    try:
+        from agents.memory import SQLiteSession
+    except ImportError as exc:  # pragma: no cover - the bench extra is missing
+        raise RuntimeError(
+            "the peer, openai-agents, is not installed: pip install 'memvault[bench]'"
+        ) from exc
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(text)
+
+    say("generating the workload")
+    work = make_workload(messages, threads, reads, seed)
+    if db_dir is not None:
+        Path(db_dir).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="memvault-bench-store-", dir=db_dir))
+    paths = {name: folder / f"{name}.db"
+             for name in ("memvault", "memvault_full", "peer", "floor", "floor_bulk")}
+    try:
+        return await _measure(work, folder, paths, SQLiteSession, say, seed)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _measure(
+    work: Workload,
+    folder: Path,
+    paths: dict[str, Path],
+    session_type: type[SQLiteSession],
+    say: Callable[[str], None],
+    seed: int,
+) -> dict[str, Any]:
+    say("opening the stores")
+    normal = _Memvault(await Memory.open(f"sqlite:///{paths['memvault']}"), work)
+    full = _Memvault(await Memory.open(f"sqlite:///{paths['memvault_full']}?durability=full"), work)
+    start = time.perf_counter()
+    peer = _Peer([session_type(session_id=t, db_path=paths["peer"]) for t in work.thread_ids], work)
+    peer_setup = time.perf_counter() - start
+    floor = _Floor(paths["floor"], work)
+    bulk = _Floor(paths["floor_bulk"], work)
+    try:
+        writes = await _interleave(
+            {"memvault": normal.write, "memvault_full": full.write, "peer": peer.write,
+             "floor": floor.write},
+            work.turns, WRITE_BLOCK, say, "writing turns",
+        )
+        say("writing the floor's single transaction")
+        bulk_seconds = bulk.write_bulk(work.turns)
+        reads = await _interleave(
+            {"memvault": normal.read, "memvault_history": normal.history,
+             "memvault_full": full.read, "peer": peer.read, "floor": floor.read},
+            work.reads, READ_BLOCK, say, "reading threads",
+        )
+        bad_reads = {"memvault": normal.bad_reads, "memvault_full": full.bad_reads,
+                     "peer": peer.bad_reads, "floor": floor.bad_reads}
+    finally:
+        await normal.memory.close()
+        await full.memory.close()
+        for session in peer.sessions:
+            session.close()
+        floor.conn.close()
+        bulk.conn.close()
+
+    say("counting what each system stored")
+    stored = {
+        name: _stored(path, "agent_messages" if name == "peer" else "messages",
+                      "session_id" if name == "peer" else "thread_id")
+        for name, path in paths.items()
+    }
+    same_rows = _same_rows(paths["memvault"], paths["floor"], work)
+    return _result(work, folder, paths, writes, bulk_seconds, reads, bad_reads, stored,
+                   same_rows, peer_setup, seed)
+
+
+def _result(
+    work: Workload,
+    folder: Path,
+    paths: dict[str, Path],
+    writes: dict[str, tuple[float, Latencies]],
+    bulk_seconds: float,
+    reads: dict[str, tuple[float, Latencies]],
+    bad_reads: dict[str, int],
+    stored: dict[str, dict[str, int]],
+    same_rows: bool,
+    peer_setup: float,
+    seed: int,
+) -> dict[str, Any]:
+    n = work.messages
+    systems: dict[str, dict[str, Any]] = {}
+    for name in ("memvault", "memvault_full", "peer", "floor"):
+        seconds, turn_latencies = writes[name]
+        read_latencies = reads[name][1]
+        systems[name] = {
+            "messages_per_s": round(n / seconds, 1),
+            "read_p50_ms": _ms(statistics.median(read_latencies)),
+            "read_p99_ms": _ms(_percentile(read_latencies, 0.99)),
+            "write_s": round(seconds, 3),
+            "turn_p50_ms": _ms(statistics.median(turn_latencies)),
+            "turn_p99_ms": _ms(_percentile(turn_latencies, 0.99)),
+            "stored": stored[name],
+            "bad_reads": bad_reads[name],
+            "file_bytes": _size(paths[name]),
+        }
+    history = reads["memvault_history"][1]
+    systems["memvault"]["history_p50_ms"] = _ms(statistics.median(history))
+    systems["memvault"]["history_p99_ms"] = _ms(_percentile(history, 0.99))
+    systems["floor_bulk"] = {
+        "messages_per_s": round(n / bulk_seconds, 1),
+        "read_p50_ms": None,
+        "read_p99_ms": None,
+        "write_s": round(bulk_seconds, 3),
+        "stored": stored["floor_bulk"],
+        "file_bytes": _size(paths["floor_bulk"]),
+    }
+    systems["peer"]["setup_s"] = round(peer_setup, 3)
+
+    def ratios(mv: str) -> dict[str, float]:
+        return {
+            "write_memvault_over_peer": round(
+                systems[mv]["messages_per_s"] / systems["peer"]["messages_per_s"], 3),
+            "write_floor_over_memvault": round(
+                systems["floor"]["messages_per_s"] / systems[mv]["messages_per_s"], 3),
+            "read_p50_memvault_over_peer": round(
+                systems[mv]["read_p50_ms"] / systems["peer"]["read_p50_ms"], 3),
+        }
+
+    def met(values: dict[str, float]) -> dict[str, bool]:
+        return {name: (values[name] >= bound if op == ">=" else values[name] <= bound)
+                for name, (op, bound) in TARGETS.items()}
+
+    counts_ok = all(s == {"messages": n, "threads": len(work.thread_ids)} for s in stored.values())
+    main, with_full = ratios("memvault"), ratios("memvault_full")
+    return {
+        "benchmark": "store",
+        "config": {
+            "messages": n,
+            "threads": len(work.thread_ids),
+            "turns": len(work.turns),
+            "reads": len(work.reads),
+            "seed": seed,
+            "user_chars": list(USER_CHARS),
+            "assistant_chars": list(ASSISTANT_CHARS),
+            "read_last_n": LAST_N,
+            "write_block_turns": WRITE_BLOCK,
+            "read_block": READ_BLOCK,
+            "db_dir": str(folder),
+            "write_unit": "one transaction per 2-message turn for memvault, peer and floor; "
+                          "floor_bulk: all turns in one transaction (information only)",
+            "durability": {
+                "memvault": "WAL, synchronous=NORMAL (durability=normal, the default)",
+                "memvault_full": "WAL, synchronous=FULL (durability=full: fsync per commit)",
+                "peer": "WAL, synchronous=FULL (SQLite's default; SQLiteSession sets no pragma)",
+                "floor": "WAL, synchronous=NORMAL (memvault's schema and pragmas)",
+            },
+            "peer_usage": "one SQLiteSession(session_id=thread, db_path=file) per thread, all "
+                          "created before timing (setup_s) and reused, so each keeps its "
+                          "per-worker-thread connections; add_items([user, assistant]) per turn, "
+                          "get_items(limit=20) per read, on the loop's default executor",
+            "memvault_usage": "save_messages([Message.user, Message.assistant]) per turn, "
+                              "building the Message objects inside the timed call; "
+                              "get_messages(last_n=20) per read, get_history(last_n=20) reported "
+                              "as history_*",
+            "floor_reads": "SELECT of the newest 20 rows + json.loads of parts and metadata, "
+                           "synchronous, no worker thread",
+            "order": "systems take turns in blocks, rotating which goes first",
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": sys.version.split()[0],
+                "sqlite": sqlite3.sqlite_version,
+                "memvault": _version("memvault"),
+                "openai_agents": _version("openai-agents"),
+            },
+        },
+        "systems": systems,
+        "ratios": main,
+        "ratios_durability_full": with_full,
+        "targets": {name: f"{op} {bound:g}" for name, (op, bound) in TARGETS.items()},
+        "targets_met": met(main),
+        "targets_met_durability_full": met(with_full),
+        "counts_ok": counts_ok,
+        "reads_ok": not any(bad_reads.values()),
+        "same_rows_memvault_floor": same_rows,
+    }
+
+
+def run(
+    *,
+    messages: int = 100_000,
+    threads: int = 1000,
+    reads: int = 2000,
+    db_dir: str | Path | None = None,
+    seed: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """:func:`measure` on a new event loop."""
+    return asyncio.run(measure(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
+                               seed=seed, progress=progress))

@@ -1,0 +1,1 @@
+"""The storage conformance suite: one behaviour suite run over every store (see conftest.py)."""

@@ -1,0 +1,268 @@
+"""The SQLite schema: versions and migrations on open, full-text rows kept in step, file options."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memvault import Memory, Message, SchemaVersionError, ToolResultPart
+from memvault.errors import ConfigurationError
+from memvault.stores.sqlite import SqliteStore
+from memvault.stores.sqlite_schema import LATEST, MIGRATIONS, current_version, migrate
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection of our own, in autocommit mode."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        yield conn
+
+
+def version_of(path: Path) -> int:
+    with raw(path) as conn:
+        return current_version(conn)
+
+
+def names(path: Path, kind: str) -> set[str]:
+    with raw(path) as conn:
+        return {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))}
+
+
+def test_latest_is_the_number_of_migrations() -> None:
+    assert LATEST == len(MIGRATIONS) >= 2
+
+
+async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    store = await SqliteStore.open(path)
+    await store.close()
+    assert version_of(path) == LATEST
+    assert {"threads", "messages", "messages_fts", "working_memory", "states"} <= names(path, "table")
+    assert {"messages_fts_insert", "messages_fts_delete", "messages_fts_update"} == names(
+        path, "trigger"
+    )
+    store = await SqliteStore.open(path)  # opening again changes nothing
+    await store.close()
+    assert version_of(path) == LATEST
+
+
+def test_migrate_runs_inside_the_callers_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "rollback.db"
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn) == 0
+        assert current_version(conn) == LATEST
+        conn.execute("ROLLBACK")
+    assert version_of(path) == 0
+    assert names(path, "table") == set()
+
+
+def build_version_1(path: Path) -> None:
+    """A database as the first release left it: one thread with one message."""
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=1) == 0
+        conn.execute(
+            "INSERT INTO threads (resource_id, id, title, metadata, created_us, updated_us,"
+            " next_seq) VALUES ('ada', 't1', 'Old chat', '{\"from\":\"v1\"}', 1700000000000000,"
+            " 1700000000000000, 2)"
+        )
+        parts = json.dumps([{"type": "text", "text": "I like green tea"}])
+        conn.execute(
+            "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata,"
+            " created_us, body) VALUES ('ada', 't1', 'm1', 1, 'user', ?, '{}',"
+            " 1700000000000000, 'I like green tea')",
+            (parts,),
+        )
+        conn.execute("COMMIT")
+    assert version_of(path) == 1
+    assert "working_memory" not in names(path, "table")
+
+
+async def test_an_older_database_is_migrated_on_open_and_stays_usable(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    build_version_1(path)
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert version_of(path) == LATEST
+        thread = await memory.get_thread(thread_id="t1", resource_id="ada")
+        assert thread is not None
+        assert (thread.title, thread.metadata) == ("Old chat", {"from": "v1"})
+        (old,) = await memory.get_messages(thread_id="t1", resource_id="ada")
+        assert (old.id, old.seq, old.text) == ("m1", 1, "I like green tea")
+        assert [h.message.id for h in await memory.search_messages(resource_id="ada", query="tea")] == [
+            "m1"
+        ]
+        (new,) = await memory.save_messages(
+            [Message.assistant("noted")], thread_id="t1", resource_id="ada"
+        )
+        assert new.seq == 2
+        # what migration 2 added works
+        await memory.update_working_memory("likes green tea", resource_id="ada")
+        await memory.update_working_memory("name Ada", resource_id="ada")
+        assert await memory.get_working_memory(resource_id="ada") == "likes green tea\nname Ada"
+        state = await memory.set_state({"step": 1}, resource_id="ada", key="run")
+        assert state.version == 1
+    async with await Memory.open(f"sqlite:///{path}") as memory:  # and it all persisted
+        assert await memory.get_working_memory(resource_id="ada") == "likes green tea\nname Ada"
+        assert len(await memory.get_messages(thread_id="t1", resource_id="ada")) == 2
+
+
+async def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    store = await SqliteStore.open(path)
+    await store.save_messages("ada", "t1", [Message.user("from the future")])
+    await store.close()
+    with raw(path) as conn:
+        conn.execute("UPDATE schema_version SET version = ?", (LATEST + 1,))
+    with pytest.raises(SchemaVersionError, match="upgrade memvault") as caught:
+        await Memory.open(f"sqlite:///{path}")
+    assert str(LATEST + 1) in str(caught.value)
+    assert version_of(path) == LATEST + 1  # left as it was
+    with raw(path) as conn:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("count", [2, 4])
+async def test_concurrent_opens_of_a_new_file_all_succeed(tmp_path: Path, count: int) -> None:
+    for attempt in range(5):
+        path = tmp_path / f"race-{attempt}.db"
+        stores = await asyncio.gather(*(SqliteStore.open(path) for _ in range(count)))
+        try:
+            await asyncio.gather(*(
+                s.save_messages("r", "t", [Message.user(f"hello {i}")]) for i, s in enumerate(stores)
+            ))
+            assert len(await stores[0].get_messages("r", "t")) == count
+        finally:
+            await asyncio.gather(*(s.close() for s in stores))
+        assert version_of(path) == LATEST
+
+
+# -- full-text rows in step --------------------------------------------------------------------
+
+
+def assert_fts_in_step(path: Path) -> int:
+    with raw(path) as conn:
+        (messages,) = conn.execute("SELECT count(*) FROM messages").fetchone()
+        # messages_fts reads an external-content table through to `messages`, so count the
+        # index's own rows, then have FTS5 compare the index with the content table
+        (indexed,) = conn.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()
+        assert indexed == messages
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+        conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    return int(messages)
+
+
+def test_the_fts_check_detects_drift(tmp_path: Path) -> None:
+    path = tmp_path / "drift.db"
+    with raw(path) as conn:
+        conn.execute("BEGIN")
+        migrate(conn)
+        conn.execute("COMMIT")
+        conn.execute(
+            "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, created_us, body)"
+            " VALUES ('r', 't', 'm', 1, 'user', '[]', 0, 'words')"
+        )
+        assert_fts_in_step(path)
+        conn.execute("DROP TRIGGER messages_fts_delete")
+        conn.execute("DELETE FROM messages")
+    with pytest.raises((AssertionError, sqlite3.DatabaseError)):
+        assert_fts_in_step(path)
+
+
+Step = Callable[[Memory], Awaitable[Any]]
+
+
+def save(thread: str, *messages: Message, resource: str = "ada") -> Step:
+    return lambda m: m.save_messages(list(messages), thread_id=thread, resource_id=resource)
+
+
+TOOL = Message(role="tool", id="tool", parts=[ToolResultPart(tool_call_id="c", output="rainy")])
+STEPS: list[tuple[str, Step, int, dict[str, list[str]]]] = [
+    ("save", save("t1", Message.user("green tea", id="a"), Message.user("black coffee", id="b")),
+     2, {"tea": ["a"], "coffee": ["b"]}),
+    ("save-tool-and-empty", save("t1", TOOL, Message(role="assistant", id="empty")),
+     4, {"rainy": ["tool"]}),
+    ("save-other-thread", save("t2", Message.user("tea again", id="c")), 5, {"tea": ["a", "c"]}),
+    ("save-other-resource", save("t1", Message.user("tea", id="x"), resource="bo"),
+     6, {"tea": ["a", "c"]}),
+    ("update-text", save("t1", Message.user("jasmine", id="a")), 6,
+     {"tea": ["c"], "jasmine": ["a"]}),
+    ("update-to-no-text", save("t1", Message(role="assistant", id="b")), 6, {"coffee": []}),
+    ("update-same-batch-twice", save("t1", Message.user("one", id="d"), Message.user("two", id="d")),
+     7, {"one": [], "two": ["d"]}),
+    ("delete-messages", lambda m: m.delete_messages(["a", "nope"], thread_id="t1", resource_id="ada"),
+     6, {"jasmine": []}),
+    ("clear-thread", lambda m: m.clear_thread(thread_id="t1", resource_id="ada"), 2,
+     {"two": [], "rainy": [], "tea": ["c"]}),
+    ("delete-thread", lambda m: m.delete_thread(thread_id="t2", resource_id="ada"), 1, {"tea": []}),
+    ("delete-resource", lambda m: m.delete_resource(resource_id="bo"), 0, {}),
+]
+
+
+async def test_full_text_rows_stay_in_step(tmp_path: Path) -> None:
+    path = tmp_path / "fts.db"
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        for name, step, expected_rows, finds in STEPS:
+            await step(memory)
+            assert assert_fts_in_step(path) == expected_rows, name
+            for word, ids in finds.items():
+                hits = await memory.search_messages(resource_id="ada", query=word)
+                assert sorted(h.message.id for h in hits) == ids, (name, word)
+
+
+def test_raw_sql_writes_keep_the_index_in_step(tmp_path: Path) -> None:
+    """The triggers keep FTS right for writers other than memvault."""
+    path = tmp_path / "raw.db"
+    build_version_1(path)
+    with raw(path) as conn:
+        conn.execute("UPDATE messages SET body = 'oolong' WHERE id = 'm1'")
+        assert_fts_in_step(path)
+        assert conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'oolong'"
+        ).fetchone() == (1,)
+        assert conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'green'"
+        ).fetchone() == (0,)
+        conn.execute("DELETE FROM messages")
+        assert_fts_in_step(path)
+
+
+# -- file options ------------------------------------------------------------------------------
+
+
+async def test_missing_parent_folders_are_created(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "c" / "deep.db"
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        await memory.save_messages([Message.user("hi")], thread_id="t", resource_id="r")
+    assert version_of(path) == LATEST
+
+
+@pytest.mark.parametrize(
+    ("query", "durability", "synchronous"),
+    [("", "normal", 1), ("?durability=normal", "normal", 1), ("?durability=full", "full", 2)],
+)
+async def test_durability(tmp_path: Path, query: str, durability: str, synchronous: int) -> None:
+    path = tmp_path / "durable.db"
+    async with await Memory.open(f"sqlite:///{path}{query}") as memory:
+        store = memory.store
+        assert isinstance(store, SqliteStore)
+        assert store.durability == durability
+        pragmas = await store._run(lambda: [
+            store._connection().execute(f"PRAGMA {p}").fetchone()[0]
+            for p in ("synchronous", "journal_mode")
+        ])
+        assert pragmas == [synchronous, "wal"]
+        await memory.save_messages([Message.user("kept")], thread_id="t", resource_id="r")
+        assert [m.text for m in await memory.get_messages(thread_id="t", resource_id="r")] == ["kept"]
+
+
+def test_unknown_durability_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError):
+        SqliteStore(tmp_path / "x.db", durability="sometimes")  # type: ignore[arg-type]
