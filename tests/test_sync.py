@@ -74,20 +74,7 @@ def test_twins_take_the_same_arguments(name: str) -> None:
     assert parameters(getattr(SyncMemory, name)) == parameters(getattr(AsyncMemory, name))
 
 
-DOC_BUGS = {
-    "working_memory_tool": "BUG: memvault.sync.Memory.working_memory_tool is hand-written "
-    "without a docstring (the async one has one)",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=DOC_BUGS[n]))
-        if n in DOC_BUGS else n
-        for n in ASYNC_PUBLIC
-    ],
-)
+@pytest.mark.parametrize("name", ASYNC_PUBLIC)
 def test_twins_keep_the_docstring(name: str) -> None:
     sync_doc = inspect.getdoc(getattr(SyncMemory, name))
     async_doc = inspect.getdoc(getattr(AsyncMemory, name))
@@ -209,9 +196,6 @@ def test_open_raises_the_same_typed_error(url: str) -> None:
     assert str(from_sync.value) == str(from_async.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: memvault.sync.Memory.open starts its background "
-                   "event-loop thread before opening the store and never stops it when the "
-                   "open fails, leaking one thread per failed open")
 def test_a_failed_open_leaves_no_thread_behind() -> None:
     before = portal_threads()
     with pytest.raises(ConfigurationError):
@@ -219,9 +203,6 @@ def test_a_failed_open_leaves_no_thread_behind() -> None:
     assert portal_threads() == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: memvault.sync.Memory.close is not idempotent like "
-                   "the async close: a second close raises RuntimeError('Event loop is closed') "
-                   "and leaves a never-awaited coroutine behind")
 def test_close_twice_is_harmless(tmp_path: Path) -> None:
     memory = SyncMemory.open(f"sqlite:///{tmp_path}/twice.db")
     memory.close()

@@ -187,10 +187,6 @@ async def test_bad_ids_are_refused(vault: Vault, call: Callable, bad_id: Any) ->
     await vault.refuses(lambda m: call(m, bad_id))
 
 
-WM_BUG = pytest.mark.xfail(strict=True, reason="BUG: Memory.get/update_working_memory never "
-                           "validate thread_id for thread-scoped notes (working_memory.key only "
-                           "checks truthiness): NUL/over-long/non-string ids are written, a lone "
-                           "surrogate raises a raw UnicodeEncodeError from sqlite3")
 
 
 @pytest.mark.parametrize(
@@ -198,11 +194,11 @@ WM_BUG = pytest.mark.xfail(strict=True, reason="BUG: Memory.get/update_working_m
     [
         pytest.param("", id="empty"),
         pytest.param(None, id="none"),
-        pytest.param("   ", id="whitespace", marks=WM_BUG),
-        pytest.param(LONG, id="over-256", marks=WM_BUG),
-        pytest.param("t\x00", id="nul", marks=WM_BUG),
-        pytest.param("t\ud800", id="lone-surrogate", marks=WM_BUG),
-        pytest.param(5, id="int", marks=WM_BUG),
+        pytest.param("   ", id="whitespace"),
+        pytest.param(LONG, id="over-256"),
+        pytest.param("t\x00", id="nul"),
+        pytest.param("t\ud800", id="lone-surrogate"),
+        pytest.param(5, id="int"),
     ],
 )
 async def test_thread_scoped_working_memory_refuses_bad_thread_ids(
@@ -216,14 +212,6 @@ async def test_thread_scoped_working_memory_refuses_bad_thread_ids(
         await vault.memory.close()
 
 
-THREAD_METADATA_BUG = pytest.mark.xfail(strict=True, reason="BUG: create_thread(metadata=...) uses "
-                              "`metadata or {}`, so falsy non-dicts ([], '', 0) are silently "
-                              "stored as {}")
-READ_BUG = pytest.mark.xfail(strict=True, reason="BUG: get_messages does not check the text of "
-                             "before/after/ids; a lone surrogate reaches sqlite3 and raises a raw "
-                             "UnicodeEncodeError instead of ValidationError")
-CYCLE_BUG = pytest.mark.xfail(strict=True, reason="BUG: check_json recurses without a guard: "
-                              "self-referencing metadata raises RecursionError, not ValidationError")
 
 
 def cyclic() -> dict[str, Any]:
@@ -253,11 +241,11 @@ BAD_CALLS = [
     pytest.param(lambda m: m.get_messages(message_range=-2, ids=["seed"], thread_id="t",
                                           resource_id="r"), id="get_messages-negative-range"),
     pytest.param(lambda m: m.get_messages(before="x\ud800", thread_id="t", resource_id="r"),
-                 id="get_messages-before-surrogate", marks=READ_BUG),
+                 id="get_messages-before-surrogate"),
     pytest.param(lambda m: m.get_messages(after="\udc00", thread_id="t", resource_id="r"),
-                 id="get_messages-after-surrogate", marks=READ_BUG),
+                 id="get_messages-after-surrogate"),
     pytest.param(lambda m: m.get_messages(ids=["\ud800"], thread_id="t", resource_id="r"),
-                 id="get_messages-ids-surrogate", marks=READ_BUG),
+                 id="get_messages-ids-surrogate"),
     # bad limits
     *[
         pytest.param(lambda m, limit=limit: m.list_threads(resource_id="r", limit=limit),
@@ -282,7 +270,7 @@ BAD_CALLS = [
     pytest.param(lambda m: m.create_thread(resource_id="r", metadata="meta"),
                  id="thread-metadata-string"),
     pytest.param(lambda m: m.create_thread(resource_id="r", metadata=[]),
-                 id="thread-metadata-empty-list", marks=THREAD_METADATA_BUG),
+                 id="thread-metadata-empty-list"),
     pytest.param(lambda m: m.update_thread(thread_id="t", resource_id="r", title=5),
                  id="update-title-int"),
     pytest.param(lambda m: m.update_thread(thread_id="t", resource_id="r", metadata=["x"]),
@@ -291,7 +279,7 @@ BAD_CALLS = [
                  id="update-metadata-set"),
     # messages, more
     pytest.param(lambda m: m.save_messages([message(metadata=cyclic())], thread_id="t",
-                                           resource_id="r"), id="metadata-cycle", marks=CYCLE_BUG),
+                                           resource_id="r"), id="metadata-cycle"),
     # states and working memory
     pytest.param(lambda m: m.set_state(float("nan"), resource_id="r", key="run"), id="state-nan"),
     pytest.param(lambda m: m.set_state({"a": {1}}, resource_id="r", key="run"), id="state-set"),
@@ -411,8 +399,6 @@ async def test_bad_urls_raise_configuration_error(
     assert listing(tmp_path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: open_store accepts busy_timeout=nan (and negative), "
-                   "which makes _retry's deadline never (or always) pass")
 @pytest.mark.parametrize("value", ["nan", "-5"])
 async def test_busy_timeout_must_be_a_sane_number(value: str, tmp_path: Path) -> None:
     try:
@@ -470,9 +456,6 @@ async def test_default_url_is_an_absolute_path_in_the_user_data_folder(
     assert listing(tmp_path) == ["data"]  # nothing in the working directory
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: default_url formats the data path into a URL without "
-                   "quoting it, so a '#' or '?' in the data folder truncates the path "
-                   "(memvault opens the wrong file)")
 async def test_default_location_with_url_characters_in_the_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

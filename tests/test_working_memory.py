@@ -149,15 +149,11 @@ NESTED_NULLS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: deep_merge copies a new or replacing value verbatim, "
-                   "so nulls nested in it are stored instead of deleting keys")
 @pytest.mark.parametrize(("current", "update"), NESTED_NULLS)
 def test_nested_null_never_reaches_the_note(current: dict, update: dict) -> None:
     assert not has_null(deep_merge(current, update))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: deep_merge is not idempotent for updates with nulls "
-                   "nested under a new or replaced value: the second merge deletes what the first stored")
 @pytest.mark.parametrize(("current", "update"), NESTED_NULLS)
 def test_merge_with_nested_nulls_is_idempotent(current: dict, update: dict) -> None:
     once = deep_merge(current, update)
@@ -363,9 +359,6 @@ class Owner(pydantic.BaseModel):
     pet: Pet | None = None
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tool_definition inlines a pydantic schema with $defs "
-                   "under properties.memory, so its '#/$defs/...' refs point at the tool's "
-                   "parameters root, where nothing is defined")
 def test_tool_definition_of_a_nested_pydantic_model_resolves() -> None:
     parameters = tool_definition(WorkingMemoryOptions(schema=Owner))["function"]["parameters"]
     jsonschema.Draft202012Validator(parameters).validate(

@@ -51,6 +51,7 @@ class Memory:
         return cls(await open_store(url), options)
 
     async def close(self) -> None:
+        """Close the store (the sync twin also stops its background loop); closing twice is harmless."""
         await self.store.close()
 
     async def __aenter__(self) -> Memory:
@@ -75,7 +76,7 @@ class Memory:
         """Create a thread (a new random id when none is given). An id the resource already
         uses raises :class:`ThreadExistsError`, unless ``exist_ok``."""
         fields: dict[str, Any] = {"resource_id": resource_id, "title": title,
-                                  "metadata": metadata or {}}
+                                  "metadata": {} if metadata is None else metadata}
         if thread_id is not None:
             fields["id"] = _id(thread_id, "thread_id")
         return await self.store.create_thread(Thread(**fields), exist_ok=exist_ok)
@@ -154,8 +155,13 @@ class Memory:
         """Messages of a thread in order. ``ids`` (with ``message_range`` neighbours each side)
         or a ``before``/``after`` message-id cursor; then the newest ``last_n`` or oldest
         ``first_n``. A missing thread has no messages."""
-        query = MessageQuery(ids=ids, message_range=message_range, before=before, after=after,
-                             last_n=last_n, first_n=first_n)
+        if ids is not None and not isinstance(ids, str):
+            ids = [_id(i, "message id") for i in ids]
+        query = MessageQuery(
+            ids=ids, message_range=message_range, last_n=last_n, first_n=first_n,
+            before=None if before is None else _id(before, "before"),
+            after=None if after is None else _id(after, "after"),
+        )
         return await self.store.get_messages(
             _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), query
         )
@@ -215,8 +221,12 @@ class Memory:
     async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
         """The working memory's content (``None`` when never written). ``thread_id`` is needed
         when the scope is ``thread``."""
-        key = wm.key(self.options.working_memory.scope, thread_id)
+        key = self._working_memory_key(thread_id)
         return await self.store.get_working_memory(_id(resource_id, "resource_id"), key)
+
+    def _working_memory_key(self, thread_id: str | None) -> str:
+        scope = self.options.working_memory.scope
+        return wm.key(scope, None if thread_id is None else _id(thread_id, "thread_id"))
 
     async def update_working_memory(
         self,
@@ -230,7 +240,7 @@ class Memory:
         JSON notes take a dict (or its JSON text) and are checked against the schema."""
         options = self.options.working_memory
         wm.parse_update(options, memory)  # fail before touching the store
-        key = wm.key(options.scope, thread_id)
+        key = self._working_memory_key(thread_id)
 
         def update(current: str | None) -> str:
             return wm.apply(options, current, memory, mode)

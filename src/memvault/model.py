@@ -42,8 +42,14 @@ def check_text(value: str) -> str:
     return value
 
 
-def check_json(value: Any, path: str = "$") -> Any:
-    """Refuse values that are not plain JSON: only dict (str keys), list, str, int, float, bool, None."""
+MAX_JSON_DEPTH = 64
+
+
+def check_json(value: Any, path: str = "$", depth: int = 0) -> Any:
+    """Refuse values that are not plain JSON: only dict (str keys), list, str, int, float, bool, None,
+    nested at most 64 levels deep (which also refuses self-referencing values)."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep (or refers to itself)")
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
@@ -54,14 +60,14 @@ def check_json(value: Any, path: str = "$") -> Any:
         check_text(value)
         return value
     if isinstance(value, list | tuple):
-        return [check_json(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [check_json(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{path} has a key {key!r} that is not a string; JSON keys are strings")
             check_text(key)
-            out[key] = check_json(item, f"{path}.{key}")
+            out[key] = check_json(item, f"{path}.{key}", depth + 1)
         return out
     raise ValueError(f"{path} is a {type(value).__name__}, which is not JSON")
 

@@ -38,6 +38,10 @@ class _Portal:
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
+    @property
+    def closed(self) -> bool:
+        return self.loop.is_closed()
+
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
@@ -70,9 +74,16 @@ class Memory:
     def open(cls, url: str | None = None, *, options: MemoryOptions | None = None) -> Memory:
         """See :meth:`memvault.Memory.open`."""
         portal = _Portal()
-        return cls(portal.run(AsyncMemory.open(url, options=options)), portal)
+        try:
+            return cls(portal.run(AsyncMemory.open(url, options=options)), portal)
+        except BaseException:
+            portal.stop()
+            raise
 
     def close(self) -> None:
+        """Close the store (the sync twin also stops its background loop); closing twice is harmless."""
+        if self._portal.closed:
+            return
         try:
             self._portal.run(self.aio.close())
         finally:
@@ -91,6 +102,7 @@ class Memory:
         return self.aio.options
 
     def working_memory_tool(self) -> dict[str, Any]:
+        """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
 
     create_thread = _twin(AsyncMemory.create_thread)

@@ -91,7 +91,7 @@ def deep_merge(current: Any, update: Any) -> Any:
             elif name in merged:
                 merged[name] = deep_merge(merged[name], value)
             else:
-                merged[name] = value
+                merged[name] = _without_nulls(value)
         return merged
     if isinstance(current, list) and isinstance(update, list):
         seen = {json.dumps(item, sort_keys=True) for item in current}
@@ -102,7 +102,16 @@ def deep_merge(current: Any, update: Any) -> Any:
                 seen.add(marker)
                 merged_list.append(item)
         return merged_list
-    return update
+    return _without_nulls(update)
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` with every null-valued key removed, at any depth (null means "delete")."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def parse_update(options: WorkingMemoryOptions, update: Any) -> Any:
@@ -191,9 +200,10 @@ def instructions(options: WorkingMemoryOptions, content: str | None) -> str:
 
 def tool_definition(options: WorkingMemoryOptions) -> dict[str, Any]:
     """The ``update_working_memory`` tool in OpenAI function format, ready for a model."""
-    schema = options.json_schema()
+    schema = dict(options.json_schema() or {})
+    definitions = schema.pop("$defs", None)  # references point at the parameters' root
     memory: dict[str, Any]
-    if schema is not None:
+    if options.format == "json":
         memory = {**schema, "description": "Only the fields to add or change; null deletes a field."}
     else:
         memory = {"type": "string", "description": "The text to add to the working memory."}
@@ -216,6 +226,7 @@ def tool_definition(options: WorkingMemoryOptions) -> dict[str, Any]:
                     },
                 },
                 "required": ["memory"],
+                **({"$defs": definitions} if definitions else {}),
             },
         },
     }

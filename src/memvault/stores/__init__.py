@@ -9,10 +9,11 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import platformdirs
 
@@ -29,7 +30,7 @@ def default_url() -> str:
     if configured:
         return configured
     path = platformdirs.user_data_path("memvault", appauthor=False) / "memvault.db"
-    return f"sqlite:///{path}"
+    return f"sqlite:///{quote(str(path))}"
 
 
 async def open_store(url: str | None = None) -> Store:
@@ -63,7 +64,9 @@ def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:
     try:
         timeout = float(options.get("busy_timeout", 60))
     except ValueError:
-        raise ConfigurationError(f"busy_timeout must be a number of seconds in {url!r}") from None
+        timeout = math.nan
+    if not 0 <= timeout < math.inf:
+        raise ConfigurationError(f"busy_timeout must be a number of seconds >= 0 in {url!r}")
     path = Path(raw[1:]).expanduser()
     durability = options.get("durability", "normal")
     if durability == "normal":

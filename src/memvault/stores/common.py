@@ -9,7 +9,6 @@ from memvault.errors import ValidationError
 from memvault.model import MAX_ID_LENGTH
 from memvault.stores.base import MessageQuery
 
-
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
