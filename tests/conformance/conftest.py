@@ -96,3 +96,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             stores = mark.kwargs.get("stores")
             if stores is None or factory.id in stores:
                 item.add_marker(pytest.mark.xfail(strict=True, reason=mark.args[0]))
+
+
+@pytest.fixture(params=STORES, ids=str)
+def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
+    """Each store's factory, for tests that open many fresh stores (e.g. property tests)."""
+    factory: StoreFactory = request.param
+    return factory
