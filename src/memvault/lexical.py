@@ -97,7 +97,10 @@ def tokens(text: str) -> list[str]:
 
 def fold(text: str) -> str:
     """Lower-case, fold compatibility forms and strip diacritics ("Ｃａｆé" → "cafe")."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 

@@ -44,9 +44,8 @@ async def test_no_statement_scans_a_whole_table(tmp_path: Path) -> None:
     path = tmp_path / "plans.db"
     store = await SqliteStore.open(path)
     statements: list[str] = []
-    conn = store._conn
-    assert conn is not None
-    await store._run(conn.set_trace_callback, statements.append)
+    conn = store._worker.connection()
+    await store._worker.run(conn.set_trace_callback, statements.append)
     memory = Memory(store)
     await _workload(memory)
     await memory.close()

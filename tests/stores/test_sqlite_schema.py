@@ -254,8 +254,8 @@ async def test_durability(tmp_path: Path, query: str, durability: str, synchrono
         store = memory.store
         assert isinstance(store, SqliteStore)
         assert store.durability == durability
-        pragmas = await store._run(lambda: [
-            store._connection().execute(f"PRAGMA {p}").fetchone()[0]
+        pragmas = await store._worker.run(lambda: [
+            store._worker.connection().execute(f"PRAGMA {p}").fetchone()[0]
             for p in ("synchronous", "journal_mode")
         ])
         assert pragmas == [synchronous, "wal"]

@@ -8,25 +8,21 @@
   any point; a power cut may lose the last few commits but never corrupts the file.
   ``durability="full"`` also survives a power cut (an fsync per commit, several times slower).
   In a URL: ``sqlite:///path.db?durability=full``.
-- Calls run on one worker thread per store, so the event loop never blocks on the disk.
+- Calls run on one worker thread per store, so the event loop never blocks on the disk, and
+  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite_worker`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import random
 import sqlite3
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from memvault.errors import (
     ConfigurationError,
     NotFoundError,
-    StoreError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
@@ -36,8 +32,8 @@ from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
 from memvault.stores.sqlite_schema import migrate
+from memvault.stores.sqlite_worker import SqliteWorker
 
-T = TypeVar("T")
 Durability = Literal["normal", "full"]
 _CHUNK = 500
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
@@ -53,109 +49,49 @@ class SqliteStore:
             raise ConfigurationError(f"durability must be 'normal' or 'full', got {durability!r}")
         self.path = Path(path)
         self.durability = durability
-        self.busy_timeout = busy_timeout
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="memvault-sqlite")
-        self._conn: sqlite3.Connection | None = None
+        self._worker = SqliteWorker(
+            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout
+        )
+        self._write = self._worker.write
+        self._read = self._worker.read
 
     @classmethod
     async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
         """Open (creating the file and its missing parent folders) and migrate the schema."""
         store = cls(path, **options)
-        await store._run(store._connect)
+        try:
+            await store._worker.start(migrate)
+        except BaseException:
+            await store.close()
+            raise
         return store
 
-    # plumbing
-
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    def _connect(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
-        )
-        self._conn = conn
-        self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-        conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
-        conn.execute("PRAGMA foreign_keys = OFF")
-        self._write(migrate)
-
-    def _retry(self, attempt: Callable[[], T]) -> T:
-        deadline = time.monotonic() + self.busy_timeout
-        delay = 0.005
-        while True:
-            try:
-                return attempt()
-            except sqlite3.OperationalError as exc:
-                text = str(exc).lower()
-                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
-                    raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.2)
-
-    def _write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` in one write transaction, retried whole if the file is busy."""
-        conn = self._connection()
-
-        def attempt() -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn, *args)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return self._retry(attempt)
-
-    def _read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` on one consistent snapshot."""
-        conn = self._connection()
-
-        def attempt() -> T:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn, *args)
-            finally:
-                conn.execute("COMMIT")
-
-        return self._retry(attempt)
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError("this store is closed")
-        return self._conn
-
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._run(self._conn.close)
-            self._conn = None
-        self._executor.shutdown(wait=True)
+        """Close the connection; closing twice is harmless."""
+        await self._worker.close()
 
     # threads
 
     async def create_thread(self, thread: Thread, *, exist_ok: bool = False) -> Thread:
-        return await self._run(self._write, _create_thread, thread, exist_ok)
+        return await self._write(_create_thread, thread, exist_ok)
 
     async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
-        return await self._run(self._read, _get_thread, resource_id, thread_id)
+        return await self._read(_get_thread, resource_id, thread_id)
 
     async def list_threads(
         self, resource_id: str, *, limit: int = 20, cursor: str | None = None
     ) -> ThreadPage:
         check_limit(limit)
         after = decode_cursor(cursor) if cursor is not None else None
-        return await self._run(self._read, _list_threads, resource_id, limit, after)
+        return await self._read(_list_threads, resource_id, limit, after)
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
     ) -> Thread:
-        return await self._run(self._write, _update_thread, resource_id, thread_id, title, metadata)
+        return await self._write(_update_thread, resource_id, thread_id, title, metadata)
 
     async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
-        return await self._run(self._write, _delete_thread, resource_id, thread_id)
+        return await self._write(_delete_thread, resource_id, thread_id)
 
     # messages
 
@@ -163,22 +99,28 @@ class SqliteStore:
         self, resource_id: str, thread_id: str, messages: Sequence[Message]
     ) -> list[Message]:
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), index_text(m)) for m in messages]
-        return await self._run(self._write, _save_messages, resource_id, thread_id, prepared)
+        seqs = await self._write(_save_messages, resource_id, thread_id, prepared)
+        return [
+            m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
+            for m, seq in zip(messages, seqs, strict=True)
+        ]
 
     async def get_messages(
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         check_query(query)
-        return await self._run(self._read, _get_messages, resource_id, thread_id, query)
+        simple = query.ids is None and query.before is None and query.after is None
+        read = self._worker.read_one if simple else self._read
+        return await read(_get_messages, resource_id, thread_id, query)
 
     async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
-        return await self._run(self._write, _delete_messages, resource_id, thread_id, list(ids))
+        return await self._write(_delete_messages, resource_id, thread_id, list(ids))
 
     async def clear_thread(self, resource_id: str, thread_id: str) -> int:
-        return await self._run(self._write, _clear_thread, resource_id, thread_id)
+        return await self._write(_clear_thread, resource_id, thread_id)
 
     async def delete_resource(self, resource_id: str) -> Deleted:
-        return await self._run(self._write, _delete_resource, resource_id)
+        return await self._write(_delete_resource, resource_id)
 
     async def search_messages(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
@@ -187,22 +129,22 @@ class SqliteStore:
         match = fts5_query(query)
         if match is None:
             return []
-        return await self._run(self._read, _search, resource_id, match, thread_id, limit)
+        return await self._read(_search, resource_id, match, thread_id, limit)
 
     # working memory
 
     async def get_working_memory(self, resource_id: str, key: str) -> str | None:
-        return await self._run(self._read, _get_working_memory, resource_id, key)
+        return await self._read(_get_working_memory, resource_id, key)
 
     async def update_working_memory(
         self, resource_id: str, key: str, update: WorkingMemoryUpdate
     ) -> str | None:
-        return await self._run(self._write, _update_working_memory, resource_id, key, update)
+        return await self._write(_update_working_memory, resource_id, key, update)
 
     # states
 
     async def get_state(self, resource_id: str, key: str) -> State | None:
-        return await self._run(self._read, _get_state, resource_id, key)
+        return await self._read(_get_state, resource_id, key)
 
     async def set_state(
         self,
@@ -214,16 +156,16 @@ class SqliteStore:
         expected_version: int | _Unset | None = UNSET,
     ) -> State | None:
         state = State(resource_id=resource_id, key=key, value=value, status=status)
-        return await self._run(self._write, _set_state, state, expected_version)
+        return await self._write(_set_state, state, expected_version)
 
     async def list_states(
         self, resource_id: str, *, status: str | None = None, limit: int = 100
     ) -> list[State]:
         check_limit(limit)
-        return await self._run(self._read, _list_states, resource_id, status, limit)
+        return await self._read(_list_states, resource_id, status, limit)
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
-        return await self._run(self._write, _delete_state, resource_id, key)
+        return await self._write(_delete_state, resource_id, key)
 
 
 # The transaction bodies: plain functions of a connection, run on the store's worker thread.
@@ -303,7 +245,8 @@ def _save_messages(
     resource_id: str,
     thread_id: str,
     prepared: list[tuple[Message, str, str, str]],
-) -> list[Message]:
+) -> list[int]:
+    """Insert or update the messages; returns their seqs."""
     stamp = to_micros(now())
     (next_seq,) = conn.execute(
         "INSERT INTO threads (resource_id, id, created_us, updated_us) VALUES (?, ?, ?, ?) "
@@ -319,9 +262,7 @@ def _save_messages(
             next_seq += 1
         values.append((resource_id, thread_id, message.id, seq, message.role, parts, metadata,
                        to_micros(message.created_at), body))
-        saved.append(message.model_copy(
-            update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq}
-        ))
+        saved.append(seq)
     conn.executemany(
         "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata, created_us,"
         " body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (resource_id, thread_id, id) DO"

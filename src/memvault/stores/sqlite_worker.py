@@ -1,0 +1,191 @@
+"""One SQLite connection on one worker thread, with group commit.
+
+Every call of a store runs on the worker thread, so the event loop never waits for the disk.
+Writes are *group-committed*: the writes that callers submit while the worker is busy are run
+together in the next transaction, each inside its own savepoint, and each caller's await
+returns once that transaction has committed. A sequential caller gets one transaction per
+write; many concurrent callers (a server with many conversations) share commits, which is
+where SQLite's per-transaction cost goes. A write that raises is rolled back alone (its
+savepoint) and its caller gets the error; the others commit.
+
+The whole transaction is retried when another process holds the file ("database is locked"),
+until ``busy_timeout`` runs out; the caller never sees "locked" before then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memvault.errors import StoreError
+
+T = TypeVar("T")
+Body = Callable[..., Any]
+
+
+@dataclass
+class _Job:
+    body: Body
+    args: tuple[Any, ...]
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():  # the caller was cancelled; the write itself has happened or not
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class SqliteWorker:
+    """Owns the connection; ``read`` and ``write`` run a body ``fn(conn, *args)`` on it."""
+
+    def __init__(self, path: Path, *, synchronous: str, busy_timeout: float) -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="memvault-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._queue: list[_Job] = []
+        self._draining = False
+
+    async def start(self, setup: Body) -> None:
+        """Connect (creating missing folders), set the pragmas, then run ``setup`` in a write
+        transaction (the schema migration)."""
+        await self.run(self._connect, setup)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the worker thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _connect(self, setup: Body) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
+        )
+        self._conn = conn
+        self._retry(conn.execute, "PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        [(ok, value)] = self._retry(self._transaction, [(setup, ())])
+        if not ok:
+            raise value
+
+    def connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("this store is closed")
+        return self._conn
+
+    async def read(self, body: Callable[..., T], *args: Any) -> T:
+        """Run ``body(conn, *args)`` on one consistent snapshot (a read transaction)."""
+        return await self.run(self._read, body, args)
+
+    async def read_one(self, body: Callable[..., T], *args: Any) -> T:
+        """Run ``body(conn, *args)``, which must read with a single statement (atomic by
+        itself), without the cost of a read transaction."""
+        return await self.run(self._retry, body, self.connection(), *args)
+
+    def _read(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+        result: T = self._retry(self._snapshot, body, args)
+        return result
+
+    def _snapshot(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            return body(conn, *args)
+        finally:
+            conn.execute("COMMIT")
+
+    async def write(self, body: Callable[..., T], *args: Any) -> T:
+        """Run ``body(conn, *args)`` in a write transaction (shared with the writes submitted
+        meanwhile); returns once it has committed. ``body`` may run more than once (retries),
+        so it must not change anything but the database."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._queue.append(_Job(body, args, future, loop))
+            start, self._draining = not self._draining, True
+        if start:
+            self._executor.submit(self._drain)
+        return await future
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                jobs, self._queue = self._queue, []
+                if not jobs:
+                    self._draining = False
+                    return
+            bodies = [(job.body, job.args) for job in jobs]
+            try:
+                outcomes = self._retry(self._transaction, bodies)
+            except BaseException as exc:
+                outcomes = [(False, exc)] * len(jobs)
+            for job, (ok, value) in zip(jobs, outcomes, strict=True):
+                job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
+
+    def _transaction(self, bodies: list[tuple[Body, tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
+        """Run the bodies in one transaction, each in a savepoint when there are several;
+        returns (ok, result or error) per body."""
+        conn = self.connection()
+        grouped = len(bodies) > 1
+        outcomes: list[tuple[bool, Any]] = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for body, args in bodies:
+                if grouped:
+                    conn.execute("SAVEPOINT job")
+                try:
+                    outcomes.append((True, body(conn, *args)))
+                except sqlite3.OperationalError:
+                    raise  # the file is busy or broken: the whole transaction retries or fails
+                except Exception as exc:
+                    outcomes.append((False, exc))
+                    conn.execute("ROLLBACK TO job" if grouped else "ROLLBACK")
+                    if not grouped:
+                        return outcomes
+                if grouped:
+                    conn.execute("RELEASE job")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    def _retry(self, attempt: Callable[..., T], *args: Any) -> T:
+        """``attempt(*args)``, again after a pause while the file is locked by another process."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                return attempt(*args)
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.2)
+
+    async def close(self) -> None:
+        """Close the connection once pending work is done; closing twice is harmless."""
+        if self._conn is not None:
+            await self.run(self._close)
+        self._executor.shutdown(wait=True)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
