@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
+import os
+import random
+import time
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self, TypeAlias
 
@@ -93,8 +95,14 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+_ids = random.Random(os.urandom(16))
+os.register_at_fork(after_in_child=lambda: _ids.seed(os.urandom(16)))
+
+
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A new id: 32 hex digits, the first 12 the time in milliseconds (so ids sort by creation
+    time, like UUIDv7), then 80 random bits from a per-process generator seeded by the OS."""
+    return f"{time.time_ns() // 1_000_000:012x}{_ids.getrandbits(80):020x}"
 
 
 Text = Annotated[str, AfterValidator(check_text)]

@@ -11,7 +11,8 @@ Three systems run side by side in one process, on one workload, each on its own 
   reused, one ``add_items([user, assistant])`` per turn.
 - **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite_schema.migrate``) and pragmas
   (WAL, ``synchronous=NORMAL``), writing the same rows (threads row, messages with ``seq``
-  computed in Python, the FTS body through the same triggers) with ``executemany`` in one
+  computed in Python, the FTS body folded by the same ``memvault.lexical`` functions and
+  indexed by the same triggers) with ``executemany`` in one
   transaction per turn: the same unit of durability as ``save_messages``. As extra
   information, the same rows in one single transaction (``floor_bulk``).
 
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import Memory, Message
+from memvault.lexical import fold, split_cjk
 from memvault.stores.sqlite_schema import migrate
 
 if TYPE_CHECKING:
@@ -159,23 +161,21 @@ Latencies = list[float]
 
 
 class _Memvault:
-    def __init__(self, memory: Memory, work: Workload) -> None:
+    def __init__(self, memory: Memory, work: Workload, concurrency: int = 1) -> None:
         self.memory = memory
         self.work = work
+        self.concurrency = concurrency
         self.bad_reads = 0
 
     async def write(self, turns: Sequence[Turn]) -> Latencies:
-        save, threads, resources = self.memory.save_messages, self.work.thread_ids, self.work.resource_ids
-        clock, out = time.perf_counter, []
-        for turn in turns:
-            start = clock()
-            await save(
-                [Message.user(turn.user), Message.assistant(turn.assistant)],
-                thread_id=threads[turn.thread],
-                resource_id=resources[turn.thread],
-            )
-            out.append(clock() - start)
-        return out
+        return await _in_lanes(turns, self.concurrency, self._save)
+
+    async def _save(self, turn: Turn) -> None:
+        await self.memory.save_messages(
+            [Message.user(turn.user), Message.assistant(turn.assistant)],
+            thread_id=self.work.thread_ids[turn.thread],
+            resource_id=self.work.resource_ids[turn.thread],
+        )
 
     async def read(self, threads: Sequence[int]) -> Latencies:
         get, ids, resources = self.memory.get_messages, self.work.thread_ids, self.work.resource_ids
@@ -199,21 +199,20 @@ class _Memvault:
 
 
 class _Peer:
-    def __init__(self, sessions: list[SQLiteSession], work: Workload) -> None:
+    def __init__(self, sessions: list[SQLiteSession], work: Workload, concurrency: int = 1) -> None:
         self.sessions = sessions
         self.work = work
+        self.concurrency = concurrency
         self.bad_reads = 0
 
     async def write(self, turns: Sequence[Turn]) -> Latencies:
-        sessions, clock, out = self.sessions, time.perf_counter, []
-        for turn in turns:
-            start = clock()
-            await sessions[turn.thread].add_items(
-                [{"role": "user", "content": turn.user},
-                 {"role": "assistant", "content": turn.assistant}]
-            )
-            out.append(clock() - start)
-        return out
+        return await _in_lanes(turns, self.concurrency, self._add)
+
+    async def _add(self, turn: Turn) -> None:
+        await self.sessions[turn.thread].add_items(
+            [{"role": "user", "content": turn.user},
+             {"role": "assistant", "content": turn.assistant}]
+        )
 
     async def read(self, threads: Sequence[int]) -> Latencies:
         sessions, clock, out = self.sessions, time.perf_counter, []
@@ -248,7 +247,7 @@ class _Floor:
         self.conn.execute(_THREAD_UPSERT, (resource_id, thread_id, stamp, stamp, seq + 2))
         self.conn.executemany(_MESSAGE_INSERT, [
             (resource_id, thread_id, uuid.uuid4().hex, seq + i, role, _parts(text), "{}", stamp,
-             text)
+             _body(text))
             for i, (role, text) in enumerate((("user", turn.user), ("assistant", turn.assistant)))
         ])
         self.next_seq[k] = seq + 2
@@ -285,9 +284,35 @@ class _Floor:
         return out
 
 
+async def _in_lanes(
+    turns: Sequence[Turn], concurrency: int, call: Callable[[Turn], Awaitable[None]]
+) -> Latencies:
+    """Run ``call`` on every turn, ``concurrency`` conversations at once: a thread's turns stay
+    in order in one lane (a conversation is sequential), lanes run concurrently. Returns each
+    call's latency."""
+    lanes: list[list[Turn]] = [[] for _ in range(concurrency)]
+    for turn in turns:
+        lanes[turn.thread % concurrency].append(turn)
+
+    async def lane(queue: list[Turn]) -> Latencies:
+        clock, out = time.perf_counter, []
+        for turn in queue:
+            start = clock()
+            await call(turn)
+            out.append(clock() - start)
+        return out
+
+    return [t for part in await asyncio.gather(*(lane(q) for q in lanes if q)) for t in part]
+
+
 def _parts(text: str) -> str:
     """A text message's parts exactly as memvault stores them (``Message.parts_json``)."""
     return json.dumps([{"type": "text", "text": text}], ensure_ascii=False, separators=(",", ":"))
+
+
+def _body(text: str) -> str:
+    """A text message's FTS body exactly as memvault stores it (``lexical.index_text``)."""
+    return split_cjk(fold(text))
 
 
 def _check_read(work: Workload, k: int, seqs: list[int | None]) -> int:
@@ -361,6 +386,12 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
+def _fresh_folder(db_dir: str | Path | None) -> Path:
+    if db_dir is not None:
+        Path(db_dir).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="memvault-bench-store-", dir=db_dir))
+
+
 def _version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
@@ -375,6 +406,7 @@ async def measure(
     reads: int = 2000,
     db_dir: str | Path | None = None,
     seed: int = 1,
+    concurrency: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark (see the module doc) and return its result as a JSON-ready dict.
@@ -394,13 +426,11 @@ async def measure(
 
     say("generating the workload")
     work = make_workload(messages, threads, reads, seed)
-    if db_dir is not None:
-        Path(db_dir).mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="memvault-bench-store-", dir=db_dir))
+    folder = _fresh_folder(db_dir)
     paths = {name: folder / f"{name}.db"
              for name in ("memvault", "memvault_full", "peer", "floor", "floor_bulk")}
     try:
-        return await _measure(work, folder, paths, SQLiteSession, say, seed)
+        return await _measure(work, folder, paths, SQLiteSession, say, seed, concurrency)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -412,12 +442,16 @@ async def _measure(
     session_type: type[SQLiteSession],
     say: Callable[[str], None],
     seed: int,
+    concurrency: int,
 ) -> dict[str, Any]:
     say("opening the stores")
-    normal = _Memvault(await Memory.open(f"sqlite:///{paths['memvault']}"), work)
-    full = _Memvault(await Memory.open(f"sqlite:///{paths['memvault_full']}?durability=full"), work)
+    normal = _Memvault(await Memory.open(f"sqlite:///{paths['memvault']}"), work, concurrency)
+    full = _Memvault(
+        await Memory.open(f"sqlite:///{paths['memvault_full']}?durability=full"), work, concurrency
+    )
     start = time.perf_counter()
-    peer = _Peer([session_type(session_id=t, db_path=paths["peer"]) for t in work.thread_ids], work)
+    peer = _Peer([session_type(session_id=t, db_path=paths["peer"]) for t in work.thread_ids], work,
+                 concurrency)
     peer_setup = time.perf_counter() - start
     floor = _Floor(paths["floor"], work)
     bulk = _Floor(paths["floor_bulk"], work)
@@ -436,6 +470,8 @@ async def _measure(
         )
         bad_reads = {"memvault": normal.bad_reads, "memvault_full": full.bad_reads,
                      "peer": peer.bad_reads, "floor": floor.bad_reads}
+        # SQLiteSession keeps one connection per worker thread it ran on (information only).
+        peer_connections = sum(len(getattr(s, "_connections", ())) for s in peer.sessions)
     finally:
         await normal.memory.close()
         await full.memory.close()
@@ -452,7 +488,7 @@ async def _measure(
     }
     same_rows = _same_rows(paths["memvault"], paths["floor"], work)
     return _result(work, folder, paths, writes, bulk_seconds, reads, bad_reads, stored,
-                   same_rows, peer_setup, seed)
+                   same_rows, peer_setup, peer_connections, seed, concurrency)
 
 
 def _result(
@@ -466,7 +502,9 @@ def _result(
     stored: dict[str, dict[str, int]],
     same_rows: bool,
     peer_setup: float,
+    peer_connections: int,
     seed: int,
+    concurrency: int,
 ) -> dict[str, Any]:
     n = work.messages
     systems: dict[str, dict[str, Any]] = {}
@@ -496,6 +534,7 @@ def _result(
         "file_bytes": _size(paths["floor_bulk"]),
     }
     systems["peer"]["setup_s"] = round(peer_setup, 3)
+    systems["peer"]["connections"] = peer_connections
 
     def ratios(mv: str) -> dict[str, float]:
         return {
@@ -521,14 +560,21 @@ def _result(
             "turns": len(work.turns),
             "reads": len(work.reads),
             "seed": seed,
+            "concurrency": concurrency,
             "user_chars": list(USER_CHARS),
             "assistant_chars": list(ASSISTANT_CHARS),
             "read_last_n": LAST_N,
             "write_block_turns": WRITE_BLOCK,
             "read_block": READ_BLOCK,
             "db_dir": str(folder),
-            "write_unit": "one transaction per 2-message turn for memvault, peer and floor; "
-                          "floor_bulk: all turns in one transaction (information only)",
+            "write_unit": "each save_messages / add_items call returns after its turn is "
+                          "committed; with concurrency 1 that is one transaction per turn; with "
+                          "more, memvault's group commit lets concurrent turns share one "
+                          "(the peer commits each call alone). floor: one transaction per "
+                          "turn, sequential; floor_bulk: all turns in one transaction",
+            "concurrency_meaning": "memvault and the peer serve this many conversations at "
+                                   "once (asyncio tasks; each conversation's turns in order); "
+                                   "the floor is sequential raw sqlite3",
             "durability": {
                 "memvault": "WAL, synchronous=NORMAL (durability=normal, the default)",
                 "memvault_full": "WAL, synchronous=FULL (durability=full: fsync per commit)",
@@ -574,8 +620,9 @@ def run(
     reads: int = 2000,
     db_dir: str | Path | None = None,
     seed: int = 1,
+    concurrency: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """:func:`measure` on a new event loop."""
     return asyncio.run(measure(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                               seed=seed, progress=progress))
+                               seed=seed, concurrency=concurrency, progress=progress))

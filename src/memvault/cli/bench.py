@@ -24,6 +24,9 @@ def store(
                      "temporary folder); a fresh subfolder is made and removed afterwards."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the workload's RNG.")] = 1,
+    concurrency: Annotated[int, typer.Option(
+        min=1, help="Conversations memvault and the peer serve at once (1: one turn at a time)."
+    )] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Write and read throughput of the SQLite store against the OpenAI Agents SDK's
@@ -41,12 +44,13 @@ def store(
     errors = Console(stderr=True)
     if as_json:
         result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                                 seed=seed)
+                                 seed=seed, concurrency=concurrency)
         typer.echo(json.dumps(result, indent=2))
         return
     with errors.status("starting") as status:
         result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                                 seed=seed, progress=lambda text: status.update(text))
+                                 seed=seed, concurrency=concurrency,
+                                 progress=lambda text: status.update(text))
     _show(result)
 
 
@@ -59,10 +63,12 @@ def _show(result: dict[str, Any]) -> None:
     console.print(
         f"[bold]memvault bench store[/]: {config['messages']:,} messages over "
         f"{config['threads']:,} threads as {config['turns']:,} turns, {config['reads']:,} reads "
-        f"of the newest {config['read_last_n']}; {config['machine']['cpus']} CPUs, "
+        f"of the newest {config['read_last_n']}; concurrency {config['concurrency']}; "
+        f"{config['machine']['cpus']} CPUs, "
         f"SQLite {config['machine']['sqlite']}"
     )
-    console.print(f"Unit of durability: {config['write_unit']}.")
+    console.print(f"Unit of durability: {config['write_unit']}. All in WAL mode; durability is "
+                  "synchronous=NORMAL or FULL.")
 
     def number(value: float | None, digits: int) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
@@ -71,11 +77,10 @@ def _show(result: dict[str, Any]) -> None:
     for column in ("system", "durability", "messages/s", "turn p50 ms", "turn p99 ms",
                    "read p50 ms", "read p99 ms", "stored"):
         table.add_column(column, justify="left" if column in ("system", "durability") else "right")
-    durability = config["durability"]
     for name, row in systems.items():
         table.add_row(
             name,
-            durability.get(name, "WAL, synchronous=NORMAL, one transaction"),
+            _DURABILITY.get(name, ""),
             number(row["messages_per_s"], 0),
             number(row.get("turn_p50_ms"), 3),
             number(row.get("turn_p99_ms"), 3),
@@ -104,6 +109,15 @@ def _show(result: dict[str, Any]) -> None:
               "floor stored the same rows as memvault": result["same_rows_memvault_floor"]}
     for text, ok in checks.items():
         console.print(f"{_mark(ok)} {text}")
+
+
+_DURABILITY = {
+    "memvault": "normal (default)",
+    "memvault_full": "full: fsync per commit",
+    "peer": "full (SQLite's default)",
+    "floor": "normal",
+    "floor_bulk": "normal, one transaction",
+}
 
 
 def _mark(ok: bool) -> str:

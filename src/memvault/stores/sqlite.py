@@ -8,6 +8,8 @@
   any point; a power cut may lose the last few commits but never corrupts the file.
   ``durability="full"`` also survives a power cut (an fsync per commit, several times slower).
   In a URL: ``sqlite:///path.db?durability=full``.
+- Full-text indexing is off the write path: new messages are indexed in batches, and always
+  before a search runs, so search sees every saved message (:mod:`~.sqlite_schema`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
   concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite_worker`).
 """
@@ -31,11 +33,13 @@ from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
-from memvault.stores.sqlite_schema import migrate
+from memvault.stores.sqlite_schema import index_pending, migrate, unindexed
 from memvault.stores.sqlite_worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
 _CHUNK = 500
+INDEX_BATCH = 512
+"""New messages are full-text indexed in batches of about this many (and before any search)."""
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
 
 
@@ -54,6 +58,7 @@ class SqliteStore:
         )
         self._write = self._worker.write
         self._read = self._worker.read
+        self._unindexed = 0  # messages this store saved since it last asked for indexing
 
     @classmethod
     async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
@@ -67,8 +72,16 @@ class SqliteStore:
         return store
 
     async def close(self) -> None:
-        """Close the connection; closing twice is harmless."""
+        """Index what is pending, then close the connection; closing twice is harmless."""
+        if self._unindexed and not self._worker.closed:
+            await self.index_pending()
         await self._worker.close()
+
+    async def index_pending(self) -> int:
+        """Index the messages that full-text search has not indexed yet (from any process);
+        returns how many. Search does this by itself; it is public for tools and tests."""
+        self._unindexed = 0
+        return await self._write(index_pending)
 
     # threads
 
@@ -100,6 +113,10 @@ class SqliteStore:
     ) -> list[Message]:
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), index_text(m)) for m in messages]
         seqs = await self._write(_save_messages, resource_id, thread_id, prepared)
+        self._unindexed += len(prepared)
+        if self._unindexed >= INDEX_BATCH:
+            self._unindexed = 0
+            self._worker.write_later(index_pending)
         return [
             m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
             for m, seq in zip(messages, seqs, strict=True)
@@ -129,6 +146,8 @@ class SqliteStore:
         match = fts5_query(query)
         if match is None:
             return []
+        if await self._worker.read_one(unindexed):
+            await self.index_pending()
         return await self._read(_search, resource_id, match, thread_id, limit)
 
     # working memory

@@ -4,8 +4,12 @@ The ``schema_version`` table holds one row: the version the database is at. Open
 applies the missing migrations in one write transaction (so two processes opening a new file at
 once cannot both apply them). A database at a higher version than this code knows is refused.
 
-Full-text rows are derived data kept in step by triggers: whoever writes the ``messages`` table,
-through memvault or not, keeps ``messages_fts`` right.
+Full-text rows are derived data, indexed in batches off the write path: ``messages`` rows with
+a ``rowid`` above ``messages_fts_progress.indexed_upto`` are not indexed yet, and
+:func:`index_pending` indexes them (the store runs it before every search and after every few
+hundred new messages). Triggers keep indexed rows right when they are updated or deleted,
+whoever writes the ``messages`` table, so deleted text never stays in the index. ``rowid`` is
+AUTOINCREMENT, so a new row never reuses the rowid of an indexed one.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX threads_by_update ON threads (resource_id, updated_us DESC, id DESC);
 
     CREATE TABLE messages (
-        rowid INTEGER PRIMARY KEY,
+        rowid INTEGER PRIMARY KEY AUTOINCREMENT,
         resource_id TEXT NOT NULL,
         thread_id TEXT NOT NULL,
         id TEXT NOT NULL,
@@ -48,13 +52,14 @@ MIGRATIONS: tuple[str, ...] = (
         body, content='messages', content_rowid='rowid',
         tokenize='porter unicode61 remove_diacritics 2'
     );
-    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_fts (rowid, body) VALUES (new.rowid, new.body);
-    END;
-    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    CREATE TABLE messages_fts_progress (indexed_upto INTEGER NOT NULL);
+    INSERT INTO messages_fts_progress (indexed_upto) VALUES (0);
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, body) VALUES ('delete', old.rowid, old.body);
     END;
-    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body ON messages BEGIN
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
         INSERT INTO messages_fts (messages_fts, rowid, body) VALUES ('delete', old.rowid, old.body);
         INSERT INTO messages_fts (rowid, body) VALUES (new.rowid, new.body);
     END;
@@ -112,6 +117,30 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
             conn.execute(statement)
         conn.execute("UPDATE schema_version SET version = ?", (version,))
     return found
+
+
+def unindexed(conn: sqlite3.Connection) -> int:
+    """How many messages wait to be indexed (one statement: cheap, no transaction needed)."""
+    (count,) = conn.execute(
+        "SELECT count(*) FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)"
+    ).fetchone()
+    return int(count)
+
+
+def index_pending(conn: sqlite3.Connection) -> int:
+    """Index the messages not indexed yet, inside the caller's write transaction; returns how
+    many."""
+    (upto,) = conn.execute("SELECT indexed_upto FROM messages_fts_progress").fetchone()
+    (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
+    if last is None or last <= upto:
+        return 0
+    count = conn.execute(
+        "INSERT INTO messages_fts (rowid, body) SELECT rowid, body FROM messages WHERE rowid > ?"
+        " ORDER BY rowid",
+        (upto,),
+    ).rowcount
+    conn.execute("UPDATE messages_fts_progress SET indexed_upto = ?", (last,))
+    return int(count)
 
 
 def _statements(script: str) -> list[str]:

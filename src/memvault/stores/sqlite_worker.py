@@ -2,11 +2,11 @@
 
 Every call of a store runs on the worker thread, so the event loop never waits for the disk.
 Writes are *group-committed*: the writes that callers submit while the worker is busy are run
-together in the next transaction, each inside its own savepoint, and each caller's await
-returns once that transaction has committed. A sequential caller gets one transaction per
-write; many concurrent callers (a server with many conversations) share commits, which is
-where SQLite's per-transaction cost goes. A write that raises is rolled back alone (its
-savepoint) and its caller gets the error; the others commit.
+together in the next transaction, and each caller's await returns once that transaction has
+committed. A sequential caller gets one transaction per write; many concurrent callers (a
+server with many conversations) share commits, which is where SQLite's per-transaction cost
+goes. A write that raises leaves nothing behind and its caller gets the error; the others
+commit.
 
 The whole transaction is retried when another process holds the file ("database is locked"),
 until ``busy_timeout`` runs out; the caller never sees "locked" before then.
@@ -15,6 +15,7 @@ until ``busy_timeout`` runs out; the caller never sees "locked" before then.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import sqlite3
 import threading
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from memvault.errors import StoreError
 
 T = TypeVar("T")
+log = logging.getLogger("memvault.sqlite")
 Body = Callable[..., Any]
 
 
@@ -35,17 +37,22 @@ Body = Callable[..., Any]
 class _Job:
     body: Body
     args: tuple[Any, ...]
-    future: asyncio.Future[Any]
+    future: asyncio.Future[Any] | None  # None: nobody waits (background work)
     loop: asyncio.AbstractEventLoop
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.done():  # the caller was cancelled; the write itself has happened or not
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle_all(settled: list[tuple[_Job, tuple[bool, Any]]]) -> None:
+    for job, (ok, value) in settled:
+        if job.future is None:
+            if not ok:
+                log.warning("background SQLite write %s failed: %r", job.body.__name__, value)
+            continue
+        if job.future.done():  # the caller was cancelled; the write itself has happened or not
+            continue
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)
 
 
 class SqliteWorker:
@@ -82,6 +89,10 @@ class SqliteWorker:
         if not ok:
             raise value
 
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
     def connection(self) -> sqlite3.Connection:
         if self._conn is None:
             raise StoreError("this store is closed")
@@ -114,12 +125,20 @@ class SqliteWorker:
         so it must not change anything but the database."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self._enqueue(_Job(body, args, future, loop))
+        return await future
+
+    def write_later(self, body: Body, *args: Any) -> None:
+        """Queue ``body(conn, *args)`` as a write nobody waits for (it joins the next
+        transaction; a failure is logged)."""
+        self._enqueue(_Job(body, args, None, asyncio.get_running_loop()))
+
+    def _enqueue(self, job: _Job) -> None:
         with self._lock:
-            self._queue.append(_Job(body, args, future, loop))
+            self._queue.append(job)
             start, self._draining = not self._draining, True
         if start:
             self._executor.submit(self._drain)
-        return await future
 
     def _drain(self) -> None:
         while True:
@@ -131,39 +150,46 @@ class SqliteWorker:
             bodies = [(job.body, job.args) for job in jobs]
             try:
                 outcomes = self._retry(self._transaction, bodies)
-            except BaseException as exc:
+            except BaseException as exc:  # every caller gets the failure
                 outcomes = [(False, exc)] * len(jobs)
-            for job, (ok, value) in zip(jobs, outcomes, strict=True):
-                job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, tuple[bool, Any]]]] = {}
+            for job, outcome in zip(jobs, outcomes, strict=True):
+                by_loop.setdefault(job.loop, []).append((job, outcome))
+            for loop, settled in by_loop.items():  # one wake-up per loop, not per caller
+                loop.call_soon_threadsafe(_settle_all, settled)
 
     def _transaction(self, bodies: list[tuple[Body, tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
-        """Run the bodies in one transaction, each in a savepoint when there are several;
-        returns (ok, result or error) per body."""
-        conn = self.connection()
-        grouped = len(bodies) > 1
-        outcomes: list[tuple[bool, Any]] = []
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for body, args in bodies:
-                if grouped:
-                    conn.execute("SAVEPOINT job")
-                try:
-                    outcomes.append((True, body(conn, *args)))
-                except sqlite3.OperationalError:
-                    raise  # the file is busy or broken: the whole transaction retries or fails
-                except Exception as exc:
-                    outcomes.append((False, exc))
-                    conn.execute("ROLLBACK TO job" if grouped else "ROLLBACK")
-                    if not grouped:
-                        return outcomes
-                if grouped:
-                    conn.execute("RELEASE job")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return outcomes
+        """Run the bodies in one transaction; returns (ok, result or error) per body.
+
+        A body that raises has its error recorded, the transaction is rolled back and run again
+        without it, so the others commit and the failing one leaves nothing behind. (Savepoints
+        would do the same, but FTS5 flushes its pending index at every savepoint, which undoes
+        what sharing the transaction saves.)"""
+        failed: dict[int, BaseException] = {}
+        while True:
+            conn = self.connection()
+            results: dict[int, Any] = {}
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for number, (body, args) in enumerate(bodies):
+                    if number in failed:
+                        continue
+                    try:
+                        results[number] = body(conn, *args)
+                    except sqlite3.OperationalError:
+                        raise  # the file is busy or broken: the whole transaction retries or fails
+                    except Exception as exc:
+                        failed[number] = exc
+                        break
+                else:
+                    conn.execute("COMMIT")
+                    return [(True, results[i]) if i in results else (False, failed[i])
+                            for i in range(len(bodies))]
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("ROLLBACK")
 
     def _retry(self, attempt: Callable[..., T], *args: Any) -> T:
         """``attempt(*args)``, again after a pause while the file is locked by another process."""

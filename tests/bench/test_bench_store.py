@@ -1,0 +1,119 @@
+"""``memvault bench store`` at tiny sizes: the result's shape and that every system stored
+every message. No timing assertions: the figures depend on the machine."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents.memory", reason="the peer comes with the bench extra")
+
+from memvault.bench import store
+
+MESSAGES, THREADS, READS = 200, 20, 20
+WRITERS = ("memvault", "memvault_full", "peer", "floor", "floor_bulk")
+READERS = ("memvault", "memvault_full", "peer", "floor")
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return store.run(messages=MESSAGES, threads=THREADS, reads=READS,
+                     db_dir=tmp_path_factory.mktemp("bench"))
+
+
+def test_result_is_json_with_its_config(result: dict[str, Any]) -> None:
+    assert json.loads(json.dumps(result)) == result
+    assert result["benchmark"] == "store"
+    config = result["config"]
+    assert (config["messages"], config["threads"], config["turns"], config["reads"]) == (
+        MESSAGES, THREADS, MESSAGES // 2, READS)
+    assert "one transaction per turn" in config["write_unit"]
+    assert config["concurrency"] == 1
+    assert set(config["durability"]) == {"memvault", "memvault_full", "peer", "floor"}
+
+
+def test_every_system_has_its_figures(result: dict[str, Any]) -> None:
+    systems = result["systems"]
+    assert set(systems) == set(WRITERS)
+    for name in WRITERS:
+        assert systems[name]["messages_per_s"] > 0, name
+    for name in READERS:
+        row = systems[name]
+        assert 0 < row["read_p50_ms"] <= row["read_p99_ms"], name
+        assert 0 < row["turn_p50_ms"] <= row["turn_p99_ms"], name
+        assert row["bad_reads"] == 0, name
+    assert systems["floor_bulk"]["read_p50_ms"] is None
+    assert 0 < systems["memvault"]["history_p50_ms"] <= systems["memvault"]["history_p99_ms"]
+
+
+def test_every_system_stored_every_message(result: dict[str, Any]) -> None:
+    for name in WRITERS:
+        assert result["systems"][name]["stored"] == {"messages": MESSAGES, "threads": THREADS}, name
+    assert result["counts_ok"] is True
+    assert result["reads_ok"] is True
+    assert result["same_rows_memvault_floor"] is True
+
+
+def test_ratios_and_targets_follow_the_measurements(result: dict[str, Any]) -> None:
+    systems = result["systems"]
+    for key, memvault in (("ratios", "memvault"), ("ratios_durability_full", "memvault_full")):
+        ratios = result[key]
+        assert math.isclose(ratios["write_memvault_over_peer"], systems[memvault]["messages_per_s"]
+                            / systems["peer"]["messages_per_s"], rel_tol=0.01)
+        assert math.isclose(ratios["write_floor_over_memvault"], systems["floor"]["messages_per_s"]
+                            / systems[memvault]["messages_per_s"], rel_tol=0.01)
+        assert math.isclose(ratios["read_p50_memvault_over_peer"], systems[memvault]["read_p50_ms"]
+                            / systems["peer"]["read_p50_ms"], rel_tol=0.01)
+    assert set(result["targets"]) == set(result["ratios"])
+    met = result["targets_met"]
+    assert met["write_memvault_over_peer"] == (result["ratios"]["write_memvault_over_peer"] >= 3)
+    assert met["write_floor_over_memvault"] == (result["ratios"]["write_floor_over_memvault"] <= 2)
+    assert met["read_p50_memvault_over_peer"] == (
+        result["ratios"]["read_p50_memvault_over_peer"] <= 1)
+
+
+def test_the_database_files_are_removed(result: dict[str, Any]) -> None:
+    assert not Path(result["config"]["db_dir"]).exists()
+
+
+def test_the_workload_is_deterministic() -> None:
+    one, two = store.make_workload(40, 4, 10, seed=7), store.make_workload(40, 4, 10, seed=7)
+    assert one == two
+    assert one != store.make_workload(40, 4, 10, seed=8)
+    assert sorted(t.thread for t in one.turns) == [k for k in range(4) for _ in range(5)]
+    assert [t.thread for t in one.turns] != sorted(t.thread for t in one.turns)  # interleaved
+    for turn in one.turns:
+        assert store.USER_CHARS[0] <= len(turn.user) <= store.USER_CHARS[1]
+        assert store.ASSISTANT_CHARS[0] <= len(turn.assistant) <= store.ASSISTANT_CHARS[1]
+
+
+@pytest.mark.parametrize(("messages", "threads"), [(201, 20), (0, 1), (200, 101), (200, 0)])
+def test_impossible_workloads_are_refused(messages: int, threads: int) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        store.make_workload(messages, threads, 10)
+
+
+def test_the_command_prints_json(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memvault.cli.app import app
+
+    out = CliRunner().invoke(app, ["bench", "store", "--messages", "40", "--threads", "4",
+                                   "--reads", "5", "--db-dir", str(tmp_path), "--json"])
+    assert out.exit_code == 0, out.output
+    printed = json.loads(out.stdout)
+    assert printed["counts_ok"] is True
+    assert set(printed["targets_met"]) == set(store.TARGETS)
+
+
+def test_the_command_refuses_an_odd_count() -> None:
+    from typer.testing import CliRunner
+
+    from memvault.cli.app import app
+
+    out = CliRunner().invoke(app, ["bench", "store", "--messages", "41", "--json"])
+    assert out.exit_code != 0
