@@ -40,20 +40,23 @@ _PARTS: dict[str, type[Model]] = {
 }
 
 
-_UNSET_FIELDS: dict[type[Model], dict[str, Any]] = {}
+_FIELDS: dict[type[Model], tuple[str, ...]] = {}
+_set = object.__setattr__
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of ``cls`` from already-valid ``values``; missing optional fields are None
-    (stored JSON leaves out None values only)."""
+    """An instance of ``cls`` from already-valid ``values`` (taken over, not copied); missing
+    optional fields are None (stored JSON leaves out None values only)."""
     model = cls.__new__(cls)
-    missing = _UNSET_FIELDS.get(cls)
-    if missing is None:
-        missing = _UNSET_FIELDS[cls] = dict.fromkeys(cls.model_fields)
-    object.__setattr__(model, "__dict__", {**missing, **values})
-    object.__setattr__(model, "__pydantic_fields_set__", set(values))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(cls.model_fields)
+    if len(values) != len(names):
+        values = {name: values.get(name) for name in names}
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
     return model
 
 
@@ -71,7 +74,7 @@ def message(row: Any) -> Message:
         "thread_id": thread_id,
         "resource_id": resource_id,
         "created_at": from_micros(created_us),
-        "metadata": json.loads(metadata),
+        "metadata": json.loads(metadata) if metadata != "{}" else {},
         "seq": seq,
     })
 

@@ -11,7 +11,9 @@
 - Full-text indexing is off the write path: new messages are indexed in batches, and always
   before a search runs, so search sees every saved message (:mod:`~.sqlite_schema`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
-  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite_worker`).
+  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite_worker`). The
+  one exception is the hot, small read of a history window (at most ``SMALL_READ`` newest or
+  oldest messages): it runs on the caller's thread, since a WAL read never waits for writers.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from memvault.stores.sqlite_worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
 _CHUNK = 500
+SMALL_READ = 200
+"""A read of at most this many newest or oldest messages (a history window) runs on the caller's
+thread (:meth:`SqliteWorker.read_small`)."""
 INDEX_BATCH = 512
 """New messages are full-text indexed in batches of about this many (and before any search)."""
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
@@ -126,8 +131,10 @@ class SqliteStore:
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         check_query(query)
-        simple = query.ids is None and query.before is None and query.after is None
-        read = self._worker.read_one if simple else self._read
+        if query.ids is not None or query.before is not None or query.after is not None:
+            return await self._read(_get_messages, resource_id, thread_id, query)
+        small = min(n for n in (query.last_n, query.first_n, SMALL_READ + 1) if n is not None)
+        read = self._worker.read_small if small <= SMALL_READ else self._worker.read_one
         return await read(_get_messages, resource_id, thread_id, query)
 
     async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:

@@ -30,6 +30,7 @@ from memvault.errors import StoreError
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
+_INLINE_WAIT = 0.05  # seconds a small read on the caller's thread waits for a busy file
 Body = Callable[..., Any]
 
 
@@ -64,6 +65,8 @@ class SqliteWorker:
         self.busy_timeout = busy_timeout
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="memvault-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None  # for small reads on the caller's thread
+        self._reader_lock = threading.Lock()
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
         self._draining = False
@@ -88,6 +91,10 @@ class SqliteWorker:
         [(ok, value)] = self._retry(self._transaction, [(setup, ())])
         if not ok:
             raise value
+        self._reader = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=_INLINE_WAIT
+        )
+        self._reader.execute("PRAGMA query_only = ON")
 
     @property
     def closed(self) -> bool:
@@ -118,6 +125,22 @@ class SqliteWorker:
             return body(conn, *args)
         finally:
             conn.execute("COMMIT")
+
+    async def read_small(self, body: Callable[..., T], *args: Any) -> T:
+        """Run ``body(conn, *args)``, a single-statement read of a bounded number of rows, right
+        on the caller's thread: a WAL read never waits for writers, and for a few rows the
+        hand-off to the worker thread would cost more than the read. If the file is busy
+        (recovery, a checkpoint), it goes to the worker instead."""
+        reader = self._reader
+        if reader is not None and self._reader_lock.acquire(blocking=False):
+            try:
+                return body(reader, *args)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                    raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
+            finally:
+                self._reader_lock.release()
+        return await self.read_one(body, *args)
 
     async def write(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)`` in a write transaction (shared with the writes submitted
@@ -212,6 +235,10 @@ class SqliteWorker:
         self._executor.shutdown(wait=True)
 
     def _close(self) -> None:
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
