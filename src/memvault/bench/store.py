@@ -12,7 +12,7 @@ Three systems run side by side in one process, on one workload, each on its own 
 - **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite_schema.migrate``) and pragmas
   (WAL, ``synchronous=NORMAL``), writing the same rows (threads row, messages with ``seq``
   computed in Python, the FTS body folded by the same ``memvault.lexical`` functions and
-  indexed by the same triggers) with ``executemany`` in one
+  indexed in batches of 512 as memvault does) with ``executemany`` in one
   transaction per turn: the same unit of durability as ``save_messages``. As extra
   information, the same rows in one single transaction (``floor_bulk``).
 
@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import Memory, Message
 from memvault.lexical import fold, split_cjk
-from memvault.stores.sqlite_schema import migrate
+from memvault.stores.sqlite import INDEX_BATCH
+from memvault.stores.sqlite_schema import index_pending, migrate
 
 if TYPE_CHECKING:
     from agents.memory import SQLiteSession
@@ -231,6 +232,7 @@ class _Floor:
         self.work = work
         self.bad_reads = 0
         self.next_seq = [1] * len(work.thread_ids)
+        self.unindexed = 0
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -251,6 +253,10 @@ class _Floor:
             for i, (role, text) in enumerate((("user", turn.user), ("assistant", turn.assistant)))
         ])
         self.next_seq[k] = seq + 2
+        self.unindexed += 2
+        if self.unindexed >= INDEX_BATCH:  # full-text indexing in batches, as memvault does
+            self.unindexed = 0
+            index_pending(self.conn)
 
     async def write(self, turns: Sequence[Turn]) -> Latencies:
         execute, insert, clock, out = self.conn.execute, self._insert, time.perf_counter, []
