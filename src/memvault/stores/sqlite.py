@@ -272,14 +272,17 @@ def _save_messages(
     thread_id: str,
     prepared: list[tuple[Message, str, str, str]],
 ) -> list[int]:
-    """Insert or update the messages; returns their seqs."""
+    """Insert or update the messages; returns their seqs. New ids take the thread's next seqs,
+    reserved with the thread's upsert in one statement."""
+    seqs = _existing_seqs(conn, resource_id, thread_id, [p[0].id for p in prepared])
+    new = len({p[0].id for p in prepared} - seqs.keys())
     stamp = to_micros(now())
     (next_seq,) = conn.execute(
-        "INSERT INTO threads (resource_id, id, created_us, updated_us) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT DO UPDATE SET updated_us = excluded.updated_us RETURNING next_seq",
-        (resource_id, thread_id, stamp, stamp),
+        "INSERT INTO threads (resource_id, id, created_us, updated_us, next_seq)"
+        " VALUES (?, ?, ?, ?, 1 + ?) ON CONFLICT DO UPDATE SET updated_us = excluded.updated_us,"
+        " next_seq = next_seq + ? RETURNING next_seq - ?",
+        (resource_id, thread_id, stamp, stamp, new, new, new),
     ).fetchone()
-    seqs = _existing_seqs(conn, resource_id, thread_id, [p[0].id for p in prepared])
     values, saved = [], []
     for message, parts, metadata, body in prepared:
         seq = seqs.get(message.id)
@@ -295,10 +298,6 @@ def _save_messages(
         " UPDATE SET role = excluded.role, parts = excluded.parts, metadata = excluded.metadata,"
         " created_us = excluded.created_us, body = excluded.body",
         values,
-    )
-    conn.execute(
-        "UPDATE threads SET next_seq = ? WHERE resource_id = ? AND id = ?",
-        (next_seq, resource_id, thread_id),
     )
     return saved
 
