@@ -5,6 +5,7 @@ note and what search finds, within a token budget. ``memvault.sync`` has the syn
 """
 
 from memvault.errors import (
+    ConfigurationError,
     MemvaultError,
     MessageTooLargeError,
     NotFoundError,
@@ -35,6 +36,7 @@ from memvault.working_memory import WorkingMemoryOptions
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigurationError",
     "DataPart",
     "FilePart",
     "HistoryOptions",

@@ -191,3 +191,42 @@ class Store(
     """Everything memvault keeps. ``close`` releases connections; the store is unusable after."""
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class EmbeddingStore(Protocol):
+    """Where message vectors persist (derived data, rebuildable from messages).
+
+    A *cursor* orders messages by when they were first stored and never repeats; the in-memory
+    vector index of each process catches up by loading vectors past the cursor it has seen.
+    An empty vector (``b""``) records a message with nothing to embed."""
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        """The model name and dimensions of the stored vectors; ``None`` if none are recorded."""
+        ...
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        """Store float32 vectors for ``(resource_id, thread_id, message_id, vector)`` rows;
+        a row whose message no longer exists is skipped. Records ``model`` on first use and
+        raises :class:`ConfigurationError` if the store holds another model's vectors (reindex).
+        Returns how many were stored."""
+        ...
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        """Stored vectors as ``(cursor, resource_id, thread_id, message_id, vector)``, in cursor
+        order, past ``after``."""
+        ...
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        """Messages without a stored vector, as ``(cursor, message)`` in cursor order."""
+        ...
+
+    async def clear_embeddings(self) -> int:
+        """Delete every stored vector and the recorded model; returns how many vectors."""
+        ...

@@ -63,3 +63,11 @@ def check_query(query: MessageQuery) -> None:
 def check_limit(limit: int, name: str = "limit", maximum: int = 10_000) -> None:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= maximum:
         raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {limit!r}")
+
+
+def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int]) -> str:
+    return (
+        f"the stored vectors come from {stored[0]!r} ({stored[1]} dimensions), not from "
+        f"{wanted[0]!r} ({wanted[1]} dimensions): run `memvault reindex` (or "
+        "Memory.reindex()) to embed the messages again with the new model"
+    )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.errors import NotFoundError, ThreadExistsError, ThreadNotFoundError
+from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.lexical import index_text, query_groups, stem, tokens
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
 from memvault.stores.base import (
@@ -27,6 +27,7 @@ from memvault.stores.common import (
     check_limit,
     check_query,
     decode_cursor,
+    embedding_mismatch,
     encode_cursor,
     to_micros,
 )
@@ -36,6 +37,8 @@ from memvault.stores.common import (
 class _ThreadRecord:
     thread: Thread
     messages: dict[str, Message] = field(default_factory=dict)  # in seq order
+    cursors: dict[str, int] = field(default_factory=dict)  # message id -> first-stored order
+    vectors: dict[str, bytes] = field(default_factory=dict)  # message id -> float32 vector
     next_seq: int = 1
 
 
@@ -51,6 +54,8 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._resources: dict[str, _Resource] = {}
+        self._next_cursor = 1
+        self._model: tuple[str, int] | None = None
 
     def _resource(self, resource_id: str) -> _Resource:
         return self._resources.setdefault(resource_id, _Resource())
@@ -130,6 +135,10 @@ class InMemoryStore:
             seq = existing.seq if existing else record.next_seq
             if existing is None:
                 record.next_seq += 1
+                record.cursors[message.id] = self._next_cursor
+                self._next_cursor += 1
+            elif existing.parts != message.parts:
+                record.vectors.pop(message.id, None)
             stored = message.model_copy(
                 update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq}, deep=True
             )
@@ -178,6 +187,9 @@ class InMemoryStore:
         record = self._record(resource_id, thread_id)
         if record is None:
             return 0
+        for message_id in ids:
+            record.vectors.pop(message_id, None)
+            record.cursors.pop(message_id, None)
         return sum(1 for i in set(ids) if record.messages.pop(i, None) is not None)
 
     async def clear_thread(self, resource_id: str, thread_id: str) -> int:
@@ -186,6 +198,8 @@ class InMemoryStore:
             return 0
         count = len(record.messages)
         record.messages.clear()
+        record.vectors.clear()
+        record.cursors.clear()
         return count
 
     async def delete_resource(self, resource_id: str) -> Deleted:
@@ -269,6 +283,65 @@ class InMemoryStore:
     async def delete_state(self, resource_id: str, key: str) -> bool:
         resource = self._resources.get(resource_id)
         return bool(resource and resource.states.pop(key, None))
+
+    # embeddings
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        return self._model
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        if self._model is None:
+            self._model = (model, dimensions)
+        elif self._model != (model, dimensions):
+            raise ConfigurationError(embedding_mismatch(self._model, (model, dimensions)))
+        stored = 0
+        for resource_id, thread_id, message_id, vector in rows:
+            record = self._record(resource_id, thread_id)
+            if record is not None and message_id in record.messages:
+                record.vectors[message_id] = bytes(vector)
+                stored += 1
+        return stored
+
+    def _by_cursor(self) -> list[tuple[int, _ThreadRecord, str]]:
+        found = [
+            (cursor, record, message_id)
+            for resource in self._resources.values()
+            for record in resource.threads.values()
+            for message_id, cursor in record.cursors.items()
+        ]
+        found.sort(key=lambda item: item[0])
+        return found
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        found = [
+            (cursor, record.thread.resource_id, record.thread.id, message_id, record.vectors[message_id])
+            for cursor, record, message_id in self._by_cursor()
+            if cursor > after and message_id in record.vectors
+        ]
+        return found[:limit]
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        found = [
+            (cursor, record.messages[message_id].model_copy(deep=True))
+            for cursor, record, message_id in self._by_cursor()
+            if cursor > after and message_id not in record.vectors
+        ]
+        return found[:limit]
+
+    async def clear_embeddings(self) -> int:
+        self._model = None
+        count = 0
+        for resource in self._resources.values():
+            for record in resource.threads.values():
+                count += len(record.vectors)
+                record.vectors.clear()
+        return count
 
     async def close(self) -> None:
         self._resources.clear()

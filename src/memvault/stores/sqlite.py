@@ -33,6 +33,7 @@ from memvault.errors import (
 from memvault.lexical import fts5_query, index_text
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
 from memvault.stores import rows
+from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
 from memvault.stores.sqlite_schema import index_pending, migrate, unindexed
@@ -192,6 +193,29 @@ class SqliteStore:
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
         return await self._write(_delete_state, resource_id, key)
+
+    # embeddings
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        return await self._worker.read_one(vectors.embedding_model)
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        return await self._write(vectors.save_embeddings, model, dimensions, list(rows))
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        return await self._read(vectors.load_embeddings, after, limit)
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        return await self._read(vectors.unembedded_messages, after, limit)
+
+    async def clear_embeddings(self) -> int:
+        return await self._write(vectors.clear_embeddings)
 
 
 # The transaction bodies: plain functions of a connection, run on the store's worker thread.

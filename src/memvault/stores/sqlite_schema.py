@@ -10,6 +10,10 @@ a ``rowid`` above ``messages_fts_progress.indexed_upto`` are not indexed yet, an
 hundred new messages). Triggers keep indexed rows right when they are updated or deleted,
 whoever writes the ``messages`` table, so deleted text never stays in the index. ``rowid`` is
 AUTOINCREMENT, so a new row never reuses the rowid of an indexed one.
+
+Message vectors (``message_vectors``, float32 BLOBs keyed by the message's rowid) are derived
+data too: triggers delete a message's vector with the message, or when its text changes (it is
+then embedded again). ``embedding_model`` records the one model the vectors came from.
 """
 
 from __future__ import annotations
@@ -84,6 +88,21 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (resource_id, key)
     ) WITHOUT ROWID;
     CREATE INDEX states_by_status ON states (resource_id, status, updated_us DESC);
+    """,
+    # 3: message embeddings (derived data), for semantic recall
+    """
+    CREATE TABLE embedding_model (model TEXT NOT NULL, dimensions INTEGER NOT NULL);
+    CREATE TABLE message_vectors (
+        message_rowid INTEGER PRIMARY KEY,
+        vector BLOB NOT NULL
+    );
+    CREATE TRIGGER messages_vectors_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_vectors WHERE message_rowid = old.rowid;
+    END;
+    CREATE TRIGGER messages_vectors_update AFTER UPDATE OF parts ON messages
+    WHEN old.parts IS NOT new.parts BEGIN
+        DELETE FROM message_vectors WHERE message_rowid = old.rowid;
+    END;
     """,
 )
 

@@ -1,0 +1,71 @@
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.base.EmbeddingStore`
+capability: message vectors as float32 BLOBs keyed by the message's rowid (the cursor)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from memvault.errors import ConfigurationError
+from memvault.model import Message
+from memvault.stores import rows
+from memvault.stores.common import embedding_mismatch
+
+_COLUMNS = "m.id, m.thread_id, m.resource_id, m.seq, m.role, m.parts, m.metadata, m.created_us"
+
+
+def embedding_model(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    row = conn.execute("SELECT model, dimensions FROM embedding_model").fetchone()
+    return (str(row[0]), int(row[1])) if row else None
+
+
+def save_embeddings(
+    conn: sqlite3.Connection, model: str, dimensions: int, items: Sequence[tuple[str, str, str, bytes]]
+) -> int:
+    recorded = embedding_model(conn)
+    if recorded is None:
+        conn.execute("INSERT INTO embedding_model (model, dimensions) VALUES (?, ?)", (model, dimensions))
+    elif recorded != (model, dimensions):
+        raise ConfigurationError(embedding_mismatch(recorded, (model, dimensions)))
+    stored = 0
+    for resource_id, thread_id, message_id, vector in items:
+        stored += conn.execute(
+            "INSERT INTO message_vectors (message_rowid, vector) SELECT rowid, ? FROM messages"
+            " WHERE resource_id = ? AND thread_id = ? AND id = ?"
+            " ON CONFLICT DO UPDATE SET vector = excluded.vector",
+            (vector, resource_id, thread_id, message_id),
+        ).rowcount
+    return stored
+
+
+def load_embeddings(
+    conn: sqlite3.Connection, after: int, limit: int
+) -> list[tuple[int, str, str, str, bytes]]:
+    return [
+        (int(r[0]), r[1], r[2], r[3], bytes(r[4]))
+        for r in conn.execute(
+            "SELECT v.message_rowid, m.resource_id, m.thread_id, m.id, v.vector"
+            " FROM message_vectors AS v JOIN messages AS m ON m.rowid = v.message_rowid"
+            " WHERE v.message_rowid > ? ORDER BY v.message_rowid LIMIT ?",
+            (after, limit),
+        )
+    ]
+
+
+def unembedded_messages(
+    conn: sqlite3.Connection, after: int, limit: int
+) -> list[tuple[int, Message]]:
+    return [
+        (int(r[0]), rows.message(r[1:]))
+        for r in conn.execute(
+            f"SELECT m.rowid, {_COLUMNS} FROM messages AS m WHERE m.rowid > ? AND NOT EXISTS"
+            " (SELECT 1 FROM message_vectors AS v WHERE v.message_rowid = m.rowid)"
+            " ORDER BY m.rowid LIMIT ?",
+            (after, limit),
+        )
+    ]
+
+
+def clear_embeddings(conn: sqlite3.Connection) -> int:
+    conn.execute("DELETE FROM embedding_model")
+    return int(conn.execute("DELETE FROM message_vectors").rowcount)

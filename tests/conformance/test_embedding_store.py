@@ -1,0 +1,81 @@
+"""The stores keep message vectors as derived data: saved and loaded by cursor, dropped with
+their message (delete, clear, thread, resource) or when its text changes, one model at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from memvault import ConfigurationError, Memory, Message
+from memvault.stores.base import EmbeddingStore
+
+V = b"\x00\x00\x80?" * 2  # float32 [1.0, 1.0]
+
+
+async def _seed(memory: Memory) -> None:
+    await memory.save_messages([Message.user("a", id="a"), Message.user("b", id="b")],
+                               thread_id="t1", resource_id="r")
+    await memory.save_messages([Message.user("c", id="c")], thread_id="t2", resource_id="r")
+    await memory.save_messages([Message.user("x", id="x")], thread_id="t1", resource_id="other")
+
+
+def _store(memory: Memory) -> EmbeddingStore:
+    assert isinstance(memory.store, EmbeddingStore)
+    return memory.store
+
+
+async def _ids(memory: Memory) -> list[str]:
+    return [row[3] for row in await _store(memory).load_embeddings()]
+
+
+async def test_vectors_round_trip_in_cursor_order(memory: Memory) -> None:
+    await _seed(memory)
+    store = _store(memory)
+    assert await store.embedding_model() is None
+    pending = await store.unembedded_messages()
+    assert [m.id for _, m in pending] == ["a", "b", "c", "x"]
+    saved = await store.save_embeddings("test/model", 2, [
+        ("r", "t1", "b", V), ("r", "t1", "a", V), ("r", "t2", "c", b""), ("r", "t9", "zz", V),
+    ])
+    assert saved == 3  # the missing message is skipped
+    assert await store.embedding_model() == ("test/model", 2)
+    loaded = await store.load_embeddings()
+    assert [(r[1], r[2], r[3], r[4]) for r in loaded] == [
+        ("r", "t1", "a", V), ("r", "t1", "b", V), ("r", "t2", "c", b"")]
+    cursors = [r[0] for r in loaded]
+    assert cursors == sorted(cursors)
+    assert [r[3] for r in await store.load_embeddings(after=cursors[0])] == ["b", "c"]
+    assert [m.id for _, m in await store.unembedded_messages()] == ["x"]
+
+
+async def test_another_model_is_refused_until_cleared(memory: Memory) -> None:
+    await _seed(memory)
+    store = _store(memory)
+    await store.save_embeddings("test/model", 2, [("r", "t1", "a", V)])
+    with pytest.raises(ConfigurationError, match="reindex"):
+        await store.save_embeddings("other/model", 2, [("r", "t1", "b", V)])
+    assert await store.clear_embeddings() == 1
+    assert await store.embedding_model() is None
+    await store.save_embeddings("other/model", 3, [("r", "t1", "b", V)])
+    assert await store.embedding_model() == ("other/model", 3)
+
+
+@pytest.mark.parametrize(
+    ("change", "left"),
+    [
+        (lambda m: m.delete_messages(["a"], thread_id="t1", resource_id="r"), ["b", "c", "x"]),
+        (lambda m: m.clear_thread(thread_id="t1", resource_id="r"), ["c", "x"]),
+        (lambda m: m.delete_thread(thread_id="t1", resource_id="r"), ["c", "x"]),
+        (lambda m: m.delete_resource(resource_id="r"), ["x"]),
+        (lambda m: m.save_messages([Message.user("new text", id="a")], thread_id="t1",
+                                   resource_id="r"), ["b", "c", "x"]),
+        (lambda m: m.save_messages([Message.user("a", id="a")], thread_id="t1", resource_id="r"),
+         ["a", "b", "c", "x"]),
+    ],
+    ids=["delete", "clear", "delete-thread", "delete-resource", "text-changed", "same-text"],
+)
+async def test_vectors_go_with_their_message(memory: Memory, change, left: list[str]) -> None:
+    await _seed(memory)
+    await _store(memory).save_embeddings("test/model", 2, [
+        ("r", "t1", "a", V), ("r", "t1", "b", V), ("r", "t2", "c", V), ("other", "t1", "x", V)])
+    await change(memory)
+    assert await _ids(memory) == left
