@@ -45,7 +45,8 @@ async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
     await store.close()
     assert version_of(path) == LATEST
     assert {"threads", "messages", "messages_fts", "working_memory", "states"} <= names(path, "table")
-    assert {"messages_fts_delete", "messages_fts_update"} == names(
+    assert {"messages_fts_delete", "messages_fts_update", "messages_vectors_delete",
+            "messages_vectors_update"} == names(
         path, "trigger"
     )
     store = await SqliteStore.open(path)  # opening again changes nothing
