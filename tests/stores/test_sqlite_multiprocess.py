@@ -476,7 +476,7 @@ def test_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
         check_file(path)
         conn = sqlite3.connect(path)
         try:
-            assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+            assert conn.execute("SELECT version FROM schema_version").fetchall() == [(LATEST,)]
         finally:
             conn.close()
 
