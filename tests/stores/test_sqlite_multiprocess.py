@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from memvault.stores.sqlite_schema import LATEST
+
 WORKERS = 4
 RESOURCE = "res"
 Barrier = Callable[[], None]
