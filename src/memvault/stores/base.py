@@ -133,6 +133,11 @@ class LexicalSearch(Protocol):
         nothing."""
         ...
 
+    async def rebuild_search_index(self) -> int:
+        """Rebuild the full-text index from the messages (derived data); returns how many
+        messages it covers."""
+        ...
+
 
 WorkingMemoryUpdate = Callable[[str | None], str | None]
 
@@ -185,15 +190,6 @@ class StateStore(Protocol):
 
 
 @runtime_checkable
-class Store(
-    ThreadStore, MessageStore, LexicalSearch, WorkingMemoryStore, StateStore, Protocol
-):
-    """Everything memvault keeps. ``close`` releases connections; the store is unusable after."""
-
-    async def close(self) -> None: ...
-
-
-@runtime_checkable
 class EmbeddingStore(Protocol):
     """Where message vectors persist (derived data, rebuildable from messages).
 
@@ -230,3 +226,12 @@ class EmbeddingStore(Protocol):
     async def clear_embeddings(self) -> int:
         """Delete every stored vector and the recorded model; returns how many vectors."""
         ...
+
+
+@runtime_checkable
+class Store(
+    ThreadStore, MessageStore, LexicalSearch, WorkingMemoryStore, StateStore, EmbeddingStore, Protocol
+):
+    """Everything memvault keeps. ``close`` releases connections; the store is unusable after."""
+
+    async def close(self) -> None: ...

@@ -227,6 +227,10 @@ class InMemoryStore:
         docs = [(m, tokens(index_text(m))) for r in records for m in r.messages.values()]
         return _bm25(groups, docs)[:limit]
 
+    async def rebuild_search_index(self) -> int:
+        """Nothing to rebuild: the reference store searches the messages themselves."""
+        return sum(len(r.messages) for res in self._resources.values() for r in res.threads.values())
+
     # working memory
 
     async def get_working_memory(self, resource_id: str, key: str) -> str | None:

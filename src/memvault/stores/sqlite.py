@@ -36,7 +36,7 @@ from memvault.stores import rows
 from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
-from memvault.stores.sqlite_schema import index_pending, migrate, unindexed
+from memvault.stores.sqlite_schema import index_pending, migrate, rebuild_search_index, unindexed
 from memvault.stores.sqlite_worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
@@ -157,6 +157,10 @@ class SqliteStore:
         if await self._worker.read_one(unindexed):
             await self.index_pending()
         return await self._read(_search, resource_id, match, thread_id, limit)
+
+    async def rebuild_search_index(self) -> int:
+        self._unindexed = 0
+        return await self._write(rebuild_search_index)
 
     # working memory
 

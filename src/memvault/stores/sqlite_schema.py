@@ -162,6 +162,16 @@ def index_pending(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
+def rebuild_search_index(conn: sqlite3.Connection) -> int:
+    """Rebuild the whole full-text index from the messages, inside the caller's write
+    transaction; returns how many messages it covers."""
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
+    conn.execute("UPDATE messages_fts_progress SET indexed_upto = ?", (last,))
+    (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()
+    return int(count)
+
+
 def _statements(script: str) -> list[str]:
     """Split a migration into statements (``executescript`` would commit the transaction)."""
     statements, buffer = [], ""
