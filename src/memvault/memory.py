@@ -24,8 +24,12 @@ from memvault import working_memory as wm
 from memvault.errors import MessageTooLargeError, ValidationError
 from memvault.model import Message, SearchHit, State, Thread, ThreadPage, check_id, check_json
 from memvault.options import MemoryOptions
+from memvault.recall import RecallOptions, RecallResult
+from memvault.recall import recall as recall_messages
+from memvault.semantic import SemanticIndex
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+from memvault.vectors.base import VectorIndex
 
 
 def _id(value: Any, name: str) -> str:
@@ -38,21 +42,65 @@ def _id(value: Any, name: str) -> str:
 
 
 class Memory:
-    """Conversations, working memory and search for many resources, over one store."""
+    """Conversations, working memory and search for many resources, over one store.
 
-    def __init__(self, store: Store, options: MemoryOptions | None = None) -> None:
+    With an ``embedder`` (any :func:`memvault.embeddings.resolve_embedder` spec, e.g.
+    ``"sentence-transformers/all-MiniLM-L6-v2"``), saved messages are also embedded after their
+    commit and recall searches by meaning too; ``vector_index`` defaults to an exact index.
+    Without one, recall is lexical only."""
+
+    def __init__(
+        self,
+        store: Store,
+        options: MemoryOptions | None = None,
+        *,
+        embedder: Any = None,
+        vector_index: VectorIndex | None = None,
+    ) -> None:
         self.store = store
         self.options = options or MemoryOptions()
+        self.semantic: SemanticIndex | None = None
+        self._started = embedder is None
+        if embedder is not None:
+            from memvault.embeddings import resolve_embedder
+
+            self.semantic = SemanticIndex(store, resolve_embedder(embedder), vector_index)
 
     @classmethod
-    async def open(cls, url: str | None = None, *, options: MemoryOptions | None = None) -> Memory:
+    async def open(
+        cls,
+        url: str | None = None,
+        *,
+        options: MemoryOptions | None = None,
+        embedder: Any = None,
+        vector_index: VectorIndex | None = None,
+    ) -> Memory:
         """Open the store a URL names: ``sqlite:///path.db`` (missing folders are created),
-        ``memory://``; with no URL, ``$MEMVAULT_DB`` or the file in the user's data folder."""
-        return cls(await open_store(url), options)
+        ``memory://``; with no URL, ``$MEMVAULT_DB`` or the file in the user's data folder.
+        With an ``embedder``, the stored vectors are loaded (and checked against its model)."""
+        memory = cls(await open_store(url), options, embedder=embedder, vector_index=vector_index)
+        try:
+            await memory._start()
+        except BaseException:
+            await memory.store.close()
+            raise
+        return memory
+
+    async def _start(self) -> SemanticIndex | None:
+        if not self._started and self.semantic is not None:
+            self._started = True
+            await self.semantic.start()
+        return self.semantic
 
     async def close(self) -> None:
         """Close the store (the sync twin also stops its background loop); closing twice is harmless."""
+        await self.flush()
         await self.store.close()
+
+    async def flush(self) -> None:
+        """Wait until the messages saved so far are embedded (no-op without an embedder)."""
+        if self.semantic is not None:
+            await self.semantic.flush()
 
     async def __aenter__(self) -> Memory:
         return self
@@ -105,7 +153,11 @@ class Memory:
 
     async def delete_thread(self, *, thread_id: str, resource_id: str) -> bool:
         """Delete a thread with its messages and derived data; ``False`` if there was none."""
-        return await self.store.delete_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        deleted = await self.store.delete_thread(resource_id, thread_id)
+        if (semantic := await self._start()) is not None:
+            await semantic.forget_thread(resource_id, thread_id)
+        return deleted
 
     # messages
 
@@ -124,7 +176,10 @@ class Memory:
         checked = [self._check_message(m) for m in messages]
         if not checked:
             return []
-        return await self.store.save_messages(resource_id, thread_id, checked)
+        saved = await self.store.save_messages(resource_id, thread_id, checked)
+        if (semantic := await self._start()) is not None:
+            semantic.enqueue(saved)
+        return saved
 
     def _check_message(self, message: Message | Mapping[str, Any]) -> Message:
         if not isinstance(message, Message):
@@ -190,18 +245,28 @@ class Memory:
         if isinstance(ids, str):
             raise ValidationError("ids must be a list of message ids, not one string")
         checked = [_id(i, "message id") for i in ids]
-        return await self.store.delete_messages(
-            _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), checked
-        )
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        deleted = await self.store.delete_messages(resource_id, thread_id, checked)
+        if (semantic := await self._start()) is not None:
+            await semantic.forget_messages(resource_id, thread_id, checked)
+        return deleted
 
     async def clear_thread(self, *, thread_id: str, resource_id: str) -> int:
         """Delete every message of a thread; the thread itself stays."""
-        return await self.store.clear_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        cleared = await self.store.clear_thread(resource_id, thread_id)
+        if (semantic := await self._start()) is not None:
+            await semantic.forget_thread(resource_id, thread_id)
+        return cleared
 
     async def delete_resource(self, *, resource_id: str) -> Deleted:
         """Delete everything of a resource in one transaction: threads, messages, derived data,
         working memory and states."""
-        return await self.store.delete_resource(_id(resource_id, "resource_id"))
+        resource_id = _id(resource_id, "resource_id")
+        deleted = await self.store.delete_resource(resource_id)
+        if (semantic := await self._start()) is not None:
+            await semantic.forget_resource(resource_id)
+        return deleted
 
     async def search_messages(
         self, *, resource_id: str, query: str, thread_id: str | None = None, limit: int = 10
@@ -215,6 +280,34 @@ class Memory:
             _id(resource_id, "resource_id"), query.replace("\x00", " ").encode(
                 "utf-8", "replace").decode(), thread_id=thread, limit=limit
         )
+
+    # recall
+
+    async def recall(
+        self,
+        *,
+        resource_id: str,
+        query: str,
+        thread_id: str | None = None,
+        options: RecallOptions | None = None,
+    ) -> RecallResult:
+        """The older messages that matter for ``query``, merged with the recent window of
+        ``thread_id`` (see :class:`memvault.recall.RecallOptions` for top_k, scope, message_range,
+        thresholds and merge). By words, and by meaning when an embedder is configured; an
+        embedder or index failure degrades to words with a logged warning."""
+        semantic = await self._start()
+        return await recall_messages(
+            self, thread_id=thread_id, resource_id=_id(resource_id, "resource_id"), query=query,
+            options=options, vector_search=semantic.search if semantic is not None else None,
+        )
+
+    async def reindex(self) -> dict[str, int]:
+        """Rebuild the derived data from the messages: the full-text index, and the vectors
+        (with the current embedder, e.g. after changing models). Returns counts."""
+        counts = {"search_rows": await self.store.rebuild_search_index()}
+        if (semantic := await self._start()) is not None:
+            counts["vectors"] = await semantic.reindex()
+        return counts
 
     # working memory
 

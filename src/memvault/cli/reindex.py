@@ -1,0 +1,39 @@
+"""``memvault reindex``: rebuild the derived data (full-text index, vectors) from the messages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memvault.memory import Memory
+
+
+def reindex(
+    db: Annotated[str | None, typer.Option(help="Store URL (default: $MEMVAULT_DB or the "
+                                           "file in the user's data folder).")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="Embed every message with this embedder, e.g. sentence-transformers/all-MiniLM-L6-v2 "
+             "(the stored vectors of any other model are dropped first).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Rebuild the full-text index and, with --embedder, the vectors, e.g. after changing models."""
+    counts = asyncio.run(_reindex(db, embedder))
+    if as_json:
+        typer.echo(json.dumps(counts))
+        return
+    console = Console()
+    console.print(f"full-text index: {counts['search_rows']:,} messages")
+    if "vectors" in counts:
+        console.print(f"vectors: {counts['vectors']:,} messages embedded with {embedder}")
+
+
+async def _reindex(url: str | None, embedder: str | None) -> dict[str, int]:
+    if embedder is not None:  # vectors of another model would be refused on open
+        async with await Memory.open(url) as plain:
+            await plain.store.clear_embeddings()
+    async with await Memory.open(url, embedder=embedder) as memory:
+        return await memory.reindex()

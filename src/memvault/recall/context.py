@@ -1,0 +1,197 @@
+"""Lexical candidates scored with their conversational context.
+
+A message in a conversation is often meaningless alone ("Yes, last Sunday!") and found by
+the words of the message it answers. So recall scores each candidate message by BM25 over a
+*context document*: its own words plus those of its neighbours in the thread, the neighbour at
+distance d weighted ``decay ** d`` (a fractional term frequency), up to ``window`` each side.
+
+The work stays bounded and scoped to the resource: the store's full-text search (which sees
+every message) picks the ``candidates`` best messages; each is read back with its neighbours
+(``get_messages(ids=..., message_range=reach + window)``, one call per thread); the candidates
+and their ``reach`` nearest neighbours form the pool that is scored. The inverse document
+frequencies and the mean length are estimated on that pool, so nothing needs the whole
+resource in memory, and there is no cache to go stale.
+
+Then two priors, both off when their factor is 0: the author's name (``metadata[author_key]``)
+named in the query, and a date the query names (:mod:`memvault.recall.dates`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memvault.lexical import STOP_WORDS, index_text, query_groups, stem, tokens
+from memvault.model import Message
+from memvault.recall.dates import DateSpan, query_dates
+from memvault.recall.options import RecallOptions
+from memvault.recall.types import RecallMemory
+
+Key = tuple[str, str]
+"""A message's ``(thread_id, id)``."""
+
+_TOKEN_CACHE_SIZE = 20_000
+
+
+class _TokenCache:
+    """Stemmed tokens of recently scored texts, keyed by the text itself (never stale)."""
+
+    def __init__(self, size: int = _TOKEN_CACHE_SIZE) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, list[str]] = OrderedDict()
+
+    def get(self, text: str) -> list[str]:
+        found = self._entries.get(text)
+        if found is not None:
+            self._entries.move_to_end(text)
+            return found
+        result = tokens(text)
+        self._entries[text] = result
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return result
+
+
+_TOKENS = _TokenCache()
+
+
+def query_terms(query: str) -> list[tuple[str, ...]]:
+    """The query's terms as the stores match them: stemmed words, a CJK run as a phrase of
+    characters, stop words dropped unless nothing else is left; each term once."""
+    return list(dict.fromkeys(tuple(stem(w) for w in group) for group in query_groups(query)))
+
+
+def _count(term: tuple[str, ...], toks: Sequence[str]) -> int:
+    if len(term) == 1:
+        return toks.count(term[0])
+    n = len(term)
+    return sum(1 for i in range(len(toks) - n + 1) if tuple(toks[i : i + n]) == term)
+
+
+@dataclass
+class Candidate:
+    """A message of the pool with its context-BM25 score (after the priors)."""
+
+    message: Message
+    score: float
+
+
+@dataclass
+class LexicalResult:
+    candidates: dict[Key, Candidate]
+    threads: dict[str, list[Message]]
+    """The messages read per thread (hits and neighbours, in thread order)."""
+
+
+async def lexical_candidates(
+    memory: RecallMemory,
+    *,
+    resource_id: str,
+    thread_id: str | None,
+    query: str,
+    options: RecallOptions,
+) -> LexicalResult:
+    """Score the pool around the store's best full-text matches; ``thread_id`` limits the
+    search to one thread (``None``: the whole resource)."""
+    terms = query_terms(query)
+    if not terms:
+        return LexicalResult({}, {})
+    found = await memory.search_messages(
+        resource_id=resource_id, query=query, thread_id=thread_id, limit=options.candidates
+    )
+    hits_by_thread: dict[str, list[str]] = {}
+    for hit in found:
+        if hit.message.thread_id is not None:
+            hits_by_thread.setdefault(hit.message.thread_id, []).append(hit.message.id)
+    if not hits_by_thread:
+        return LexicalResult({}, {})
+    window, reach = options.context_window, options.context_reach
+    span = window + reach
+    names = list(hits_by_thread)
+    read = await asyncio.gather(*(
+        memory.get_messages(thread_id=name, resource_id=resource_id, ids=hits_by_thread[name],
+                            message_range=span)
+        for name in names
+    ))
+    threads = dict(zip(names, read, strict=True))
+
+    # per message: its length and the counts of the query's terms
+    weights = [options.context_decay ** d for d in range(window + 1)]
+    pool: list[tuple[Message, list[float], float]] = []  # message, smoothed counts, smoothed length
+    for name, messages in threads.items():
+        counts: list[list[int]] = []
+        lengths: list[int] = []
+        for message in messages:
+            toks = _TOKENS.get(_document(message, options))
+            counts.append([_count(term, toks) for term in terms])
+            lengths.append(len(toks))
+        wanted = set(hits_by_thread[name])
+        hit_positions = [i for i, m in enumerate(messages) if m.id in wanted]
+        members = sorted({j for i in hit_positions for j in range(i - reach, i + reach + 1)
+                          if 0 <= j < len(messages)})
+        # Neighbours within reach + window of a hit were all read, so positions in `messages`
+        # around a member are its true neighbours in the thread (see get_messages).
+        for j in members:
+            tf = [0.0] * len(terms)
+            length = 0.0
+            for d in range(-window, window + 1):
+                k = j + d
+                if 0 <= k < len(messages):
+                    w = weights[abs(d)]
+                    length += w * lengths[k]
+                    for t, c in enumerate(counts[k]):
+                        if c:
+                            tf[t] += w * c
+            pool.append((messages[j], tf, length))
+
+    n = len(pool)
+    average = sum(length for _, _, length in pool) / n or 1.0
+    idf = []
+    for t in range(len(terms)):
+        having = sum(1 for _, tf, _ in pool if tf[t] > 0)
+        idf.append(math.log((n - having + 0.5) / (having + 0.5) + 1.0))
+    k1, b = options.bm25_k1, options.bm25_b
+    query_words = {term[0] for term in terms if len(term) == 1}
+    spans = query_dates(query) if options.date_boost else []
+    candidates: dict[Key, Candidate] = {}
+    for message, tf, length in pool:
+        norm = k1 * (1.0 - b + b * length / average)
+        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in enumerate(tf) if f > 0)
+        if score <= 0:
+            continue
+        score *= _priors(message, query_words, spans, options)
+        if options.min_lexical_score is not None and score < options.min_lexical_score:
+            continue
+        assert message.thread_id is not None
+        candidates[(message.thread_id, message.id)] = Candidate(message, score)
+    return LexicalResult(candidates, threads)
+
+
+def _document(message: Message, options: RecallOptions) -> str:
+    """The text scored for a message: what the store indexes, after its author's name."""
+    text = index_text(message)
+    name = message.metadata.get(options.author_key) if options.author_in_context else None
+    return f"{name}: {text}" if isinstance(name, str) and name else text
+
+
+def _author_words(message: Message, author_key: str) -> list[str]:
+    name = message.metadata.get(author_key)
+    if not isinstance(name, str):
+        return []
+    return [word for word in tokens(name) if word not in STOP_WORDS]
+
+
+def _priors(
+    message: Message, query_words: set[str], spans: list[DateSpan], options: RecallOptions
+) -> float:
+    factor = 1.0
+    if options.author_boost and query_words:
+        author = _author_words(message, options.author_key)
+        if any(word in query_words for word in author):
+            factor *= 1.0 + options.author_boost
+    if spans and any(span.contains(message.created_at) for span in spans):
+        factor *= 1.0 + options.date_boost
+    return factor

@@ -1,0 +1,166 @@
+"""What recall can be told: :class:`RecallOptions`, with its defaults.
+
+Example::
+
+    from memvault.recall import RecallOptions, recall
+
+    # the defaults: the 5 best older messages of the whole resource, each with one
+    # neighbour on each side, placed before the thread's recent window
+    result = await recall(memory, thread_id="t1", resource_id="ada",
+                          query="which tea did I like?", options=RecallOptions())
+
+    # only this thread, 3 hits without neighbours, merged in time order with the last 20
+    RecallOptions(scope="thread", top_k=3, message_range=0, last_n=20, merge="interleave")
+
+    # with a vector search: reciprocal rank fusion instead of the default weighted fusion
+    RecallOptions(fusion="rrf", rrf_k=60)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from memvault.errors import ValidationError
+
+Scope: TypeAlias = Literal["thread", "resource"]
+MergeStrategy: TypeAlias = Literal["prepend", "append", "interleave"]
+Fusion: TypeAlias = Literal["weighted", "rrf"]
+Normalization: TypeAlias = Literal["max", "minmax"]
+
+SCOPES: tuple[str, ...] = ("thread", "resource")
+MERGE_STRATEGIES: tuple[str, ...] = ("prepend", "append", "interleave")
+FUSIONS: tuple[str, ...] = ("weighted", "rrf")
+NORMALIZATIONS: tuple[str, ...] = ("max", "minmax")
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """How :func:`memvault.recall.recall` finds older messages and feeds them with the recent window.
+
+    **What to find**
+
+    - ``top_k`` (default 5): at most this many hits, best first. ``RecallOptions(top_k=10)``.
+    - ``scope`` (default ``"resource"``): ``"thread"`` searches only the current thread;
+      ``"resource"`` searches every thread of the resource (a user's other conversations).
+      Hits from another thread carry that thread's id and their date.
+    - ``message_range`` (default 1): each hit is fed with this many neighbours before and after
+      it in its thread, so that a reply comes with what it answers. ``0``: the hits alone.
+
+    **How the recent window and the recalled messages are merged**
+
+    - ``last_n`` (default ``None``): the recent window is the newest ``last_n`` messages of the
+      current thread; ``None`` takes the memory's history options (``Memory.get_history``);
+      ``0`` means no window. Recalled messages never repeat a message of the window, and the
+      window's messages are never hits.
+    - ``merge`` (default ``"prepend"``): ``"prepend"`` feeds the recalled messages (oldest first)
+      before the window; ``"append"`` after it; ``"interleave"`` merges both by time.
+
+    **Scoring** (no model is called: words, optionally a vector search you pass in)
+
+    Lexical candidates are the ``candidates`` best messages of the store's full-text search,
+    with their neighbours. Each is then scored by BM25 over a *context document*: its own words
+    plus the words of up to ``context_window`` neighbours on each side in its thread, the
+    neighbour at distance d counting ``context_decay ** d`` (1, 0.5, 0.25 by default). A reply
+    such as "Yes, last Sunday!" is found by the question it answers. ``context_window=0``
+    scores each message alone. ``bm25_k1`` and ``bm25_b`` are BM25's usual parameters.
+
+    - ``author_boost`` (default 0.2): a message whose author's name is named in the query
+      scores ``* (1 + author_boost)``. The name is ``message.metadata[author_key]``
+      (``author_key="name"``, where the OpenAI chat format's ``name`` lands). ``0`` turns it off.
+    - ``author_in_context`` (default ``True``): the author's name also counts as a word of the
+      message's context document ("Ana: I started cello lessons").
+    - ``date_boost`` (default 0.5): when the query names a date ("on 8 May 2023", "in June
+      2023", "2023-05-08", "in 2022"), messages written on that day / in that month / year
+      score ``* (1 + date_boost)``.
+
+    **Fusion** of the lexical and vector rankings (when a vector search is given)
+
+    - ``fusion="weighted"`` (the default): each source's scores are normalised (``normalization``:
+      ``"max"`` divides by the source's best score, ``"minmax"`` maps best..worst to 1..0) and
+      added with ``lexical_weight`` and ``vector_weight``.
+    - ``fusion="rrf"``: reciprocal rank fusion, ``sum(weight / (rrf_k + rank))`` with rank 1
+      for a source's best message.
+    - ``vector_candidates`` (default 50): how many messages the vector search is asked for.
+
+    **Thresholds**
+
+    - ``min_lexical_score`` / ``min_vector_score`` (default ``None``): drop candidates whose raw
+      score (context BM25, or the vector search's similarity such as a cosine) is below it.
+      ``RecallOptions(min_vector_score=0.3)``.
+    - ``relative_threshold`` (default 0): drop hits whose fused score is below this fraction of
+      the best hit's. ``RecallOptions(relative_threshold=0.5)`` keeps hits at least half as good.
+
+    **Also returned**: the working memory when ``working_memory`` (default ``True``).
+    """
+
+    top_k: int = 5
+    scope: Scope = "resource"
+    message_range: int = 1
+    last_n: int | None = None
+    merge: MergeStrategy = "prepend"
+
+    candidates: int = 100
+    context_window: int = 2
+    context_decay: float = 0.5
+    context_reach: int = 2
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    author_boost: float = 0.2
+    author_key: str = "name"
+    author_in_context: bool = True
+    date_boost: float = 0.5
+
+    fusion: Fusion = "weighted"
+    normalization: Normalization = "max"
+    lexical_weight: float = 1.0
+    vector_weight: float = 1.0
+    rrf_k: int = 60
+    vector_candidates: int = 50
+
+    min_lexical_score: float | None = None
+    min_vector_score: float | None = None
+    relative_threshold: float = 0.0
+
+    working_memory: bool = True
+
+    def __post_init__(self) -> None:
+        _choice("scope", self.scope, SCOPES)
+        _choice("merge", self.merge, MERGE_STRATEGIES)
+        _choice("fusion", self.fusion, FUSIONS)
+        _choice("normalization", self.normalization, NORMALIZATIONS)
+        for name in ("top_k", "candidates", "vector_candidates", "rrf_k"):
+            _integer(name, getattr(self, name), minimum=1)
+        for name in ("message_range", "context_window", "context_reach"):
+            _integer(name, getattr(self, name), minimum=0)
+        if self.last_n is not None:
+            _integer("last_n", self.last_n, minimum=0)
+        for name in ("author_boost", "date_boost", "lexical_weight", "vector_weight", "bm25_k1"):
+            _number(name, getattr(self, name), low=0.0)
+        _number("context_decay", self.context_decay, low=0.0, high=1.0)
+        _number("bm25_b", self.bm25_b, low=0.0, high=1.0)
+        _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
+        for name in ("min_lexical_score", "min_vector_score"):
+            value = getattr(self, name)
+            if value is not None:
+                _number(name, value)
+        if not isinstance(self.author_key, str) or not self.author_key:
+            raise ValidationError("author_key must be a non-empty string (a metadata key)")
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+def _integer(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _number(name: str, value: object, *, low: float | None = None, high: float | None = None) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
+        raise ValidationError(f"{name} must be a number, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ValidationError(f"{name} must be {bounds}, got {value!r}")

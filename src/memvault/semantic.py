@@ -1,0 +1,209 @@
+"""Semantic indexing: saved messages are embedded after their commit, off the caller's path,
+and searched by meaning.
+
+:class:`SemanticIndex` ties together an embedder, an in-memory vector index (exact by default)
+and the store's persisted vectors (:class:`~memvault.stores.base.EmbeddingStore`):
+
+- **Write path.** ``enqueue`` takes messages that are already committed; one background task
+  embeds them in batches (``batch_size``, default 100), stores their vectors and adds them to the
+  index. A failure (the embedder is down) is logged, never raised: the messages stay stored and
+  marked as not embedded (no vector row), and the next batch or :meth:`reindex` catches up.
+- **Start.** The stored vectors are loaded into the index. Vectors from another model or size
+  raise :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``.
+- **Search.** The query is embedded and searched in the index, after loading the vectors other
+  processes stored since (by cursor). A failure raises; recall turns it into a warning.
+- **Deletes.** The store drops vectors with their messages (same transaction); ``forget_*``
+  drop them from this process's index.
+
+Vector ids are ``msg:{resource_id}:{thread_id}:{message_id}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memvault.errors import ConfigurationError
+from memvault.model import Message, TextPart, ToolResultPart
+from memvault.recall.types import MessageRef, VectorMatch
+from memvault.stores.base import EmbeddingStore
+from memvault.stores.common import embedding_mismatch
+from memvault.vectors.base import VectorIndex, VectorItem
+
+if TYPE_CHECKING:
+    from memvault.embeddings import Embedder
+
+log = logging.getLogger("memvault.semantic")
+_LOAD_BATCH = 10_000
+
+
+def vector_id(resource_id: str, thread_id: str, message_id: str) -> str:
+    return f"msg:{resource_id}:{thread_id}:{message_id}"
+
+
+def embedding_text(message: Message) -> str:
+    """What is embedded for a message: its text parts and its tool results' text."""
+    chunks = [p.text for p in message.parts if isinstance(p, TextPart)]
+    chunks += [p.output for p in message.parts
+               if isinstance(p, ToolResultPart) and isinstance(p.output, str)]
+    return "\n".join(c for c in chunks if c.strip())
+
+
+class SemanticIndex:
+    """Embeds saved messages and answers searches by meaning (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: EmbeddingStore,
+        embedder: Embedder,
+        index: VectorIndex | None = None,
+        *,
+        batch_size: int = 100,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.index = index
+        self.batch_size = batch_size
+        self._cursor = 0  # the highest stored-vector cursor loaded into the index
+        self._queue: list[Message] = []
+        self._task: asyncio.Task[None] | None = None
+        self._behind = False  # a batch failed: catch up from the store next time
+
+    async def start(self) -> None:
+        """Check the stored vectors' model and load them into the index."""
+        recorded = await self.store.embedding_model()
+        if recorded is not None:
+            known = self.embedder.dimensions
+            if recorded[0] != self.embedder.model or (known is not None and known != recorded[1]):
+                raise ConfigurationError(
+                    embedding_mismatch(recorded, (self.embedder.model, known or recorded[1]))
+                )
+            self._ensure_index(recorded[1])
+        await self._load_new()
+        self._behind = True  # messages saved while no embedder ran are caught up lazily
+
+    def _ensure_index(self, dimensions: int) -> VectorIndex:
+        if self.index is None:
+            from memvault.vectors import ExactIndex
+
+            self.index = ExactIndex(dimensions)
+        elif self.index.dimensions != dimensions:
+            raise ConfigurationError(
+                f"the vector index holds {self.index.dimensions}-dimensional vectors but "
+                f"{self.embedder.model} makes {dimensions}-dimensional ones"
+            )
+        return self.index
+
+    async def _load_new(self) -> None:
+        """Add the vectors stored (by any process) past the cursor to the index."""
+        while True:
+            rows = await self.store.load_embeddings(after=self._cursor, limit=_LOAD_BATCH)
+            if not rows:
+                return
+            self._cursor = rows[-1][0]
+            items = [
+                VectorItem(vector_id(r, t, m), np.frombuffer(blob, dtype=np.float32), r, t, m)
+                for _, r, t, m, blob in rows
+                if blob
+            ]
+            if items:
+                await self._ensure_index(len(items[0].vector)).upsert(items)
+
+    # the write path
+
+    def enqueue(self, messages: Sequence[Message]) -> None:
+        """Embed these committed messages in the background."""
+        self._queue.extend(messages)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def flush(self) -> None:
+        """Wait until every enqueued message has been embedded (or its batch has failed)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size :]
+            try:
+                await self._embed(batch)
+                if self._behind:
+                    self._behind = False
+                    await self.catch_up()
+            except Exception as exc:
+                self._behind = True
+                log.warning(
+                    "embedding %d message(s) failed, they stay stored and will be embedded by "
+                    "the next save or `memvault reindex`: %r", len(batch), exc,
+                )
+
+    async def _embed(self, messages: Sequence[Message]) -> int:
+        texts = [embedding_text(m) for m in messages]
+        wanted = [i for i, text in enumerate(texts) if text]
+        vectors = await self.embedder.embed([texts[i] for i in wanted]) if wanted else None
+        blobs = [b""] * len(messages)
+        if vectors is not None:
+            for row, i in enumerate(wanted):
+                blobs[i] = np.ascontiguousarray(vectors[row], dtype=np.float32).tobytes()
+        dimensions = self.embedder.dimensions
+        if dimensions is None:  # nothing embedded yet and the embedder has not said
+            return 0
+        index = self._ensure_index(dimensions)
+        keys = [(m.resource_id or "", m.thread_id or "", m.id) for m in messages]
+        stored = await self.store.save_embeddings(
+            self.embedder.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
+        )
+        if vectors is not None:
+            await index.upsert([
+                VectorItem(vector_id(*keys[i]), vectors[row], keys[i][0], keys[i][1], keys[i][2])
+                for row, i in enumerate(wanted)
+            ])
+        return stored
+
+    async def catch_up(self) -> int:
+        """Embed every stored message that has no vector yet (from any process); returns how
+        many were embedded."""
+        done, after = 0, 0
+        while True:
+            pending = await self.store.unembedded_messages(after=after, limit=self.batch_size)
+            if not pending:
+                return done
+            after = pending[-1][0]
+            done += await self._embed([m for _, m in pending])
+
+    async def reindex(self) -> int:
+        """Drop every stored vector and embed all messages again (after changing the model)."""
+        await self.flush()
+        await self.store.clear_embeddings()
+        self.index, self._cursor, self._behind = None, 0, False
+        return await self.catch_up()
+
+    # search and deletes
+
+    async def search(
+        self, query: str, resource_id: str, thread_id: str | None, top_k: int
+    ) -> list[VectorMatch]:
+        """The ``top_k`` messages closest in meaning to ``query`` (cosine similarity)."""
+        await self._load_new()
+        vectors = await self.embedder.embed([query])
+        if self.index is None:
+            return []
+        hits = await self.index.search(vectors[0], resource_id=resource_id, thread_id=thread_id,
+                                       top_k=top_k)
+        return [(MessageRef(h.thread_id, h.message_id or ""), h.score) for h in hits]
+
+    async def forget_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> None:
+        if self.index is not None:
+            await self.index.delete([vector_id(resource_id, thread_id, i) for i in ids])
+
+    async def forget_thread(self, resource_id: str, thread_id: str) -> None:
+        if self.index is not None:
+            await self.index.delete_thread(resource_id, thread_id)
+
+    async def forget_resource(self, resource_id: str) -> None:
+        if self.index is not None:
+            await self.index.delete_resource(resource_id)

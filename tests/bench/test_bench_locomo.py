@@ -1,0 +1,204 @@
+"""``memvault bench locomo`` on a tiny synthetic conversation in LoCoMo's schema (never the
+real data set): the result's shape, the metric, the skipping of bad evidence, the CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memvault import Memory
+from memvault.bench import locomo
+from memvault.cli.app import app
+from memvault.errors import ValidationError
+from memvault.recall import RecallOptions
+
+
+def _session(n: int, turns: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"speaker": s, "dia_id": f"D{n}:{i}", "text": t} for i, (s, t) in enumerate(turns, start=1)]
+
+
+SAMPLE: dict[str, Any] = {
+    "sample_id": "conv-test",
+    "conversation": {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": _session(1, [
+            ("Ana", "Hey Ben! How was your week?"),
+            ("Ben", "Busy, lots of work. And you?"),
+            ("Ana", "I finally started cello lessons, I practise every evening."),
+            ("Ben", "That's wonderful, keep it up!"),
+        ]),
+        "session_2_date_time": "10:04 am on 19 June, 2023",
+        "session_2": [
+            *_session(2, [
+                ("Ben", "I just got back from a trip to Lisbon with my brother."),
+                ("Ana", "Lovely! What did you eat there?"),
+                ("Ben", "Grilled sardines, every single day."),
+            ]),
+            {"speaker": "Ana", "dia_id": "D2:4", "text": "Look at what I baked!",
+             "img_url": ["https://example.invalid/cake.jpg"], "blip_caption": "a photo of a lemon cake"},
+        ],
+        "session_3_date_time": "7:30 pm on 2 July, 2023",
+        "session_3": _session(3, [
+            ("Ana", "My dog Pixel learned to fetch."),
+            ("Ben", "Ha, clever dog."),
+            ("Ana", "I am thinking of adopting a second dog."),
+            ("Ben", "Pixel would love a friend."),
+        ]),
+    },
+    "qa": [
+        {"question": "What instrument does Ana play?", "answer": "cello", "evidence": ["D1:3"],
+         "category": 4},
+        {"question": "When did Ben go to Lisbon?", "answer": "June 2023", "evidence": ["D2:1"],
+         "category": 2},
+        {"question": "What did Ben eat in Lisbon?", "answer": "sardines",
+         "evidence": ["D2:1", "D2:3"], "category": 1},
+        {"question": "What did Ana bake?", "answer": "a lemon cake", "evidence": ["D2:4"],
+         "category": 4},
+        {"question": "What is the name of Ana's dog?", "answer": "Pixel",
+         "evidence": ["D3:1; D3:2", "D9:99", "D3:1"], "category": 4},
+        {"question": "Would Ana adopt?", "answer": "yes", "evidence": [], "category": 3},
+        {"question": "What did Ana say?", "answer": 3, "evidence": ["D", "D:1:2"], "category": 3},
+        {"question": "What did Ben learn to play?", "adversarial_answer": "cello",
+         "evidence": ["D1:3"], "category": 5},
+    ],
+}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo-mini.json"
+    path.write_text(json.dumps([SAMPLE, {**SAMPLE, "sample_id": "conv-copy"}]), encoding="utf-8")
+    return path
+
+
+def test_parse_session_date() -> None:
+    assert locomo.parse_session_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert locomo.parse_session_date("12:09 am on 13 October, 2023") == datetime(
+        2023, 10, 13, 0, 9, tzinfo=UTC)
+    with pytest.raises(ValueError, match="session date"):
+        locomo.parse_session_date("yesterday")
+
+
+def test_parse_conversation_skips_bad_evidence() -> None:
+    conversation = locomo.parse_conversation(SAMPLE)
+    assert conversation.turns == 12
+    assert [s.number for s in conversation.sessions] == [1, 2, 3]
+    assert len(conversation.questions) == 6
+    assert conversation.questions_without_evidence == 2
+    assert conversation.skipped_evidence_ids == 4  # "D3:1; D3:2", "D9:99", "D", "D:1:2"
+    dog = next(q for q in conversation.questions if "dog" in q.text)
+    assert dog.evidence == ("D3:1",)
+    cake = conversation.sessions[1].turns[3]
+    assert cake.text == "Look at what I baked! [image: a photo of a lemon cake]"
+
+
+@pytest.mark.parametrize(("spec", "expected"), [(None, [0, 1, 2]), ("0-1", [0, 1]), ("2,0", [2, 0]),
+                                                ("1", [1]), ("all", [0, 1, 2])])
+def test_select(spec: str | None, expected: list[int]) -> None:
+    assert locomo.select(spec, 3) == expected
+
+
+@pytest.mark.parametrize("spec", ["3", "1-0", "x", "-1"])
+def test_select_refuses(spec: str) -> None:
+    with pytest.raises(ValidationError):
+        locomo.select(spec, 3)
+
+
+async def test_ingest_through_the_public_api() -> None:
+    memory = await Memory.open("memory://")
+    try:
+        await locomo.ingest(memory, locomo.parse_conversation(SAMPLE))
+        page = await memory.list_threads(resource_id="conv-test")
+        assert sorted(t.id for t in page.threads) == ["session-1", "session-2", "session-3"]
+        messages = await memory.get_messages(thread_id="session-1", resource_id="conv-test")
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+        third = messages[2]
+        assert third.metadata == {"name": "Ana", "dia_id": "D1:3"}
+        assert third.created_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        assert "cello" in third.text
+    finally:
+        await memory.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "memory"])
+def test_run_result(data: Path, tmp_path: Path, store: str) -> None:
+    result = locomo.run(data, conversations="0", ks=(1, 5, 10), store=store, db_dir=tmp_path)
+    assert json.loads(json.dumps(result)) == result
+    for key in ("recall@1", "recall@5", "recall@10", "fed_recall@5", "questions", "by_category",
+                "by_conversation", "tokens", "ms_per_query", "targets", "targets_met", "config"):
+        assert key in result, key
+    assert result["questions"] == 6
+    assert 0 <= result["recall@1"] <= result["recall@5"] <= result["recall@10"] <= 100
+    assert result["by_category"]["2"]["recall@1"] == 100.0  # "Lisbon" is in its evidence turn
+    assert set(result["by_category"]) == {"1", "2", "4", "5"}
+    assert result["by_category"]["4"]["questions"] == 3
+    assert result["by_category"]["4"]["name"] == "single-hop"
+    assert list(result["by_conversation"]) == ["conv-test"]
+    row = result["by_conversation"]["conv-test"]
+    assert (row["turns"], row["sessions"], row["questions"]) == (12, 3, 6)
+    assert result["tokens"]["mean_fed"] >= result["tokens"]["mean_hits"] > 0
+    assert result["ms_per_query"]["mean"] > 0
+    assert result["config"]["questions_without_evidence"] == 2
+    assert result["config"]["skipped_evidence_ids"] == 4
+    assert result["targets_apply"] is True
+    assert list(tmp_path.glob("memvault-bench-locomo-*")) == []  # the temporary stores are gone
+
+
+def test_the_obvious_question_is_found_first(data: Path) -> None:
+    result = locomo.run(data, conversations="0", ks=(1,), store="memory",
+                        options=RecallOptions(top_k=1))
+    # the Lisbon question shares a rare word with its evidence turn
+    assert result["by_category"]["2"]["recall@1"] == 100.0
+    assert result["recall@1"] > 0
+
+
+def test_with_an_embedder(data: Path) -> None:
+    result = locomo.run(data, conversations="0-1", ks=(5,), embedder="hash:64", store="memory")
+    assert result["config"]["embedder"] == "hash:64"
+    assert result["targets_apply"] is False
+    assert set(result["by_conversation"]) == {"conv-test", "conv-copy"}
+    assert "vector_ms_per_query" in result["by_conversation"]["conv-test"]
+
+
+def test_unknown_embedder(data: Path) -> None:
+    with pytest.raises(ValidationError, match="unknown embedder"):
+        locomo.run(data, embedder="nonsense")
+
+
+def test_parse_option() -> None:
+    assert locomo.parse_option("top_k=10") == ("top_k", 10)
+    assert locomo.parse_option("fusion=rrf") == ("fusion", "rrf")
+    assert locomo.parse_option("min_vector_score=null") == ("min_vector_score", None)
+    with pytest.raises(ValidationError, match="NAME=VALUE"):
+        locomo.parse_option("nope=1")
+
+
+def test_cli_json(data: Path) -> None:
+    runner = CliRunner()
+    outcome = runner.invoke(app, ["bench", "locomo", "--data", str(data), "--conversations", "0",
+                                  "--k", "5,10", "--store", "memory", "--set", "top_k=3", "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    result = json.loads(outcome.stdout)
+    assert {"recall@5", "recall@10", "questions"} <= set(result)
+    assert result["questions"] == 6
+    assert result["config"]["options"]["top_k"] == 3
+
+
+def test_cli_table(data: Path) -> None:
+    outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(data), "--store", "memory"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "Evidence recall" in outcome.stdout and "conv-copy" in outcome.stdout
+
+
+def test_cli_refuses_bad_options(data: Path) -> None:
+    outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(data), "--set", "top_k=0"])
+    assert outcome.exit_code != 0
+    outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(data), "--conversations", "7"])
+    assert outcome.exit_code != 0

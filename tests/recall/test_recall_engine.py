@@ -1,0 +1,368 @@
+"""recall(): candidates, context scoring, scope, thresholds, neighbours, merging, vectors,
+and degradation when the vector search fails."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memvault import Memory, ValidationError
+from memvault.recall import MessageRef, RecallOptions, RecallResult, recall
+from memvault.recall.types import RecallMemory, VectorSearch
+
+from .conftest import BASE, FILLER, save_thread
+
+TEA = "I love jasmine tea in the afternoon."
+
+
+async def _ada(memory: Memory) -> None:
+    """Thread ``old`` (a month ago) mentions tea in message 3; thread ``now`` is current."""
+    await save_thread(memory, "old", [*FILLER[:3], TEA, *FILLER[3:]], start=BASE - timedelta(days=30))
+    await save_thread(memory, "now", [*FILLER[4:], "What should I drink later?"])
+
+
+def hit_ids(result: RecallResult) -> list[str]:
+    return [h.message.id for h in result.hits]
+
+
+def test_memory_is_what_recall_reads() -> None:
+    assert isinstance(Memory.__new__(Memory), RecallMemory)
+
+
+async def test_finds_an_older_message_of_another_thread(memory: Memory) -> None:
+    await _ada(memory)
+    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=0))
+    hit = result.hits[0]
+    assert hit.message.id == "old-3"
+    assert hit.source == "lexical"
+    assert (hit.thread_id, hit.other_thread) == ("old", True)
+    assert hit.created_at == BASE - timedelta(days=30) + timedelta(minutes=3)
+    assert hit.lexical_score is not None and hit.vector_score is None
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+async def test_a_hit_of_the_current_thread_is_not_other_thread(memory: Memory) -> None:
+    await _ada(memory)
+    result = await recall(memory, thread_id="old", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=0))
+    assert result.hits[0].other_thread is False
+
+
+async def test_scope_thread_searches_only_the_current_thread(memory: Memory) -> None:
+    await _ada(memory)
+    await save_thread(memory, "now", ["Green tea or jasmine tea?"], start=BASE + timedelta(hours=1))
+    across = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=0, scope="resource"))
+    only = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                        options=RecallOptions(last_n=0, scope="thread"))
+    assert {h.thread_id for h in across.hits} == {"old", "now"}
+    assert {h.thread_id for h in only.hits} == {"now"}
+
+
+async def test_scope_thread_needs_a_thread(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="thread_id"):
+        await recall(memory, thread_id=None, resource_id="ada", query="tea",
+                     options=RecallOptions(scope="thread"))
+
+
+async def test_other_resources_are_never_searched(memory: Memory) -> None:
+    await _ada(memory)
+    await save_thread(memory, "old", ["jasmine tea jasmine tea"], resource_id="bob")
+    result = await recall(memory, thread_id=None, resource_id="bob", query="jasmine tea")
+    assert [(h.thread_id, h.message.text) for h in result.hits] == [("old", "jasmine tea jasmine tea")]
+
+
+async def test_top_k_defaults_to_five(memory: Memory) -> None:
+    await save_thread(memory, "t", [f"note {i} about the garden" for i in range(12)])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="garden")
+    assert len(result.hits) == 5
+    three = await recall(memory, thread_id=None, resource_id="ada", query="garden",
+                         options=RecallOptions(top_k=3))
+    assert len(three.hits) == 3
+
+
+async def test_context_finds_the_answer_to_a_question(memory: Memory) -> None:
+    """The reply shares no word with the query; the question before it does."""
+    texts = [*FILLER[:4], "Where did you go hiking last weekend?", "Up Mount Tamalpais, the view was great!",
+             *FILLER[4:]]
+    await save_thread(memory, "t", texts)
+    result = await recall(memory, thread_id=None, resource_id="ada", query="Where did she go hiking?",
+                          options=RecallOptions(top_k=3, message_range=0))
+    assert hit_ids(result)[0] == "t-4"
+    assert "t-5" in hit_ids(result)
+    alone = await recall(memory, thread_id=None, resource_id="ada", query="Where did she go hiking?",
+                         options=RecallOptions(top_k=3, message_range=0, context_window=0))
+    assert hit_ids(alone) == ["t-4"]
+
+
+async def test_neighbour_expansion(memory: Memory) -> None:
+    await save_thread(memory, "t", [*FILLER[:4], TEA, *FILLER[4:]])
+    for message_range, expected in [(0, ["t-4"]), (1, ["t-3", "t-4", "t-5"]),
+                                    (2, ["t-2", "t-3", "t-4", "t-5", "t-6"])]:
+        result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine",
+                              options=RecallOptions(top_k=1, message_range=message_range))
+        assert hit_ids(result) == ["t-4"]
+        assert [m.id for m in result.hits[0].context] == expected
+        assert [m.id for m in result.messages] == expected
+
+
+async def test_neighbours_stop_at_the_thread_edges(memory: Memory) -> None:
+    await save_thread(memory, "t", [TEA, *FILLER[:3]])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine",
+                          options=RecallOptions(top_k=1, message_range=2))
+    assert [m.id for m in result.hits[0].context] == ["t-0", "t-1", "t-2"]
+
+
+async def test_relative_threshold(memory: Memory) -> None:
+    await save_thread(memory, "t", ["jasmine tea, jasmine tea, jasmine tea", *FILLER, "some tea"])
+    everything = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+                              options=RecallOptions(message_range=0, context_window=0))
+    assert hit_ids(everything) == ["t-0", "t-9"]
+    best = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+                        options=RecallOptions(message_range=0, context_window=0, relative_threshold=0.9))
+    assert hit_ids(best) == ["t-0"]
+
+
+async def test_min_lexical_score(memory: Memory) -> None:
+    await save_thread(memory, "t", ["jasmine tea", *FILLER])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea")
+    top = result.hits[0].lexical_score
+    assert top is not None
+    none = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+                        options=RecallOptions(min_lexical_score=top + 1))
+    assert none.hits == [] and none.messages == []
+
+
+async def test_a_query_without_words_recalls_nothing_but_keeps_the_window(memory: Memory) -> None:
+    await _ada(memory)
+    result = await recall(memory, thread_id="now", resource_id="ada", query=" ?! ",
+                          options=RecallOptions(last_n=2))
+    assert result.hits == []
+    assert [m.id for m in result.messages] == ["now-3", "now-4"]
+
+
+@pytest.mark.parametrize("strategy", ["prepend", "append", "interleave"])
+async def test_merge_never_duplicates_the_recent_window(memory: Memory, strategy: str) -> None:
+    texts = [TEA, *FILLER, "jasmine tea again?", "Yes, jasmine tea."]
+    await save_thread(memory, "t", texts)
+    result = await recall(memory, thread_id="t", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=3, merge=strategy))  # type: ignore[arg-type]
+    window = ["t-8", "t-9", "t-10"]
+    assert [m.id for m in result.history] == window
+    assert "t-0" in hit_ids(result)
+    assert not set(hit_ids(result)) & set(window)  # the window's messages are never hits
+    ids = [m.id for m in result.messages]
+    assert len(ids) == len(set(ids))
+    assert [i for i in ids if i in window] == window
+    assert not {m.id for m in result.recalled} & set(window)
+    recalled = [m.id for m in result.recalled]
+    if strategy == "prepend":
+        assert ids == [*recalled, *window]
+    elif strategy == "append":
+        assert ids == [*window, *recalled]
+    else:
+        assert ids == sorted(ids, key=lambda i: int(i.split("-")[1]))
+
+
+async def test_neighbours_inside_the_window_are_not_repeated(memory: Memory) -> None:
+    await save_thread(memory, "t", [*FILLER[:5], TEA, *FILLER[5:7]])
+    result = await recall(memory, thread_id="t", resource_id="ada", query="jasmine",
+                          options=RecallOptions(last_n=2, message_range=2, top_k=1))
+    assert hit_ids(result) == ["t-5"]
+    assert [m.id for m in result.hits[0].context] == ["t-3", "t-4", "t-5"]
+    assert [m.id for m in result.messages] == ["t-3", "t-4", "t-5", "t-6", "t-7"]
+
+
+async def test_the_memory_history_options_give_the_default_window(memory: Memory) -> None:
+    await save_thread(memory, "t", [f"{i} tea" for i in range(14)])
+    result = await recall(memory, thread_id="t", resource_id="ada", query="tea")
+    assert len(result.history) == memory.options.history.last_n == 10
+    assert all(int(h.message.id.split("-")[1]) < 4 for h in result.hits)
+
+
+async def test_working_memory_is_returned(memory: Memory) -> None:
+    await _ada(memory)
+    await memory.update_working_memory("- likes: jasmine tea", resource_id="ada", thread_id="now")
+    result = await recall(memory, thread_id="now", resource_id="ada", query="tea")
+    assert result.working_memory is not None and "jasmine" in result.working_memory
+    assert result.summary is None
+    off = await recall(memory, thread_id="now", resource_id="ada", query="tea",
+                       options=RecallOptions(working_memory=False))
+    assert off.working_memory is None
+
+
+async def test_author_boost_prefers_the_named_author(memory: Memory) -> None:
+    texts = ["I adopted a cat.", "I adopted a dog.", *FILLER[:2]]
+    await save_thread(memory, "t", texts, names=["Mel", "Caro"])
+    options = RecallOptions(top_k=1, message_range=0, context_window=0)
+    caro = await recall(memory, thread_id=None, resource_id="ada", query="What did Caro adopt?",
+                        options=options)
+    mel = await recall(memory, thread_id=None, resource_id="ada", query="What did Mel adopt?",
+                       options=options)
+    assert (hit_ids(caro), hit_ids(mel)) == (["t-1"], ["t-0"])
+
+
+async def test_date_boost_prefers_messages_of_the_named_day(memory: Memory) -> None:
+    texts = ["We talked about the garden.", *FILLER[:2]]
+    await save_thread(memory, "a", texts, start=datetime(2023, 5, 8, tzinfo=UTC))
+    await save_thread(memory, "b", texts, start=datetime(2023, 6, 9, tzinfo=UTC))
+    options = RecallOptions(top_k=1, message_range=0)
+    may = await recall(memory, thread_id=None, resource_id="ada",
+                       query="What about the garden on 8 May 2023?", options=options)
+    june = await recall(memory, thread_id=None, resource_id="ada",
+                        query="What about the garden in June 2023?", options=options)
+    assert (may.hits[0].thread_id, june.hits[0].thread_id) == ("a", "b")
+
+
+# vector search
+
+
+def vectors(matches: Sequence[tuple[MessageRef | tuple[str, str], float]]) -> VectorSearch:
+    calls: list[tuple[str, str, str | None, int]] = []
+
+    async def search(query: str, resource_id: str, thread_id: str | None, top_k: int) -> list[
+            tuple[MessageRef | tuple[str, str], float]]:
+        calls.append((query, resource_id, thread_id, top_k))
+        return [m for m in matches if thread_id is None or m[0][0] == thread_id][:top_k]
+
+    search.calls = calls  # type: ignore[attr-defined]
+    return search
+
+
+async def test_vector_hits_are_fused_and_labelled(memory: Memory) -> None:
+    await _ada(memory)
+    search = vectors([(MessageRef("old", "old-3"), 0.9), (("old", "old-6"), 0.8)])
+    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=0, message_range=0), vector_search=search)
+    sources = {h.message.id: h.source for h in result.hits}
+    assert sources["old-3"] == "both"
+    assert sources["old-6"] == "vector"
+    assert result.hits[0].message.id == "old-3"
+    assert result.hits[0].vector_score == 0.9
+    assert search.calls == [("jasmine tea", "ada", None, 50)]  # type: ignore[attr-defined]
+
+
+async def test_a_synchronous_vector_search_works_too(memory: Memory) -> None:
+    await _ada(memory)
+
+    def search(query: str, resource_id: str, thread_id: str | None, top_k: int) -> list[
+            tuple[MessageRef, float]]:
+        return [(MessageRef("old", "old-6"), 0.7)]
+
+    result = await recall(memory, thread_id="now", resource_id="ada", query="nothing matches this",
+                          options=RecallOptions(last_n=0), vector_search=search)
+    assert [(h.message.id, h.source) for h in result.hits] == [("old-6", "vector")]
+    assert [m.id for m in result.hits[0].context] == ["old-5", "old-6", "old-7"]
+
+
+async def test_vector_matches_outside_the_resource_or_scope_are_dropped(memory: Memory) -> None:
+    await _ada(memory)
+    await save_thread(memory, "secret", ["bob's secret"], resource_id="bob")
+    search = vectors([(MessageRef("secret", "secret-0"), 0.99), (MessageRef("old", "gone"), 0.95),
+                      (MessageRef("old", "old-1"), 0.5), (MessageRef("now", "now-1"), 0.4)])
+    result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+                          options=RecallOptions(last_n=0, message_range=0), vector_search=search)
+    assert hit_ids(result) == ["old-1", "now-1"]
+    scoped = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+                          options=RecallOptions(last_n=0, message_range=0, scope="thread"),
+                          vector_search=search)
+    assert hit_ids(scoped) == ["now-1"]
+    assert search.calls[-1][2] == "now"  # type: ignore[attr-defined]
+
+
+async def test_min_vector_score(memory: Memory) -> None:
+    await _ada(memory)
+    search = vectors([(MessageRef("old", "old-1"), 0.5), (MessageRef("old", "old-2"), 0.2)])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+                          options=RecallOptions(min_vector_score=0.3, message_range=0),
+                          vector_search=search)
+    assert hit_ids(result) == ["old-1"]
+
+
+@pytest.mark.parametrize("fusion", ["weighted", "rrf"])
+async def test_hits_carry_the_fused_score(memory: Memory, fusion: str) -> None:
+    texts = ["jasmine tea jasmine tea", *FILLER[:3], "tea", *FILLER[3:]]
+    await save_thread(memory, "t", texts)
+    search = vectors([(MessageRef("t", "t-4"), 0.95), (MessageRef("t", "t-0"), 0.10),
+                      (MessageRef("t", "t-7"), 0.05)])
+    options = RecallOptions(fusion=fusion, message_range=0, top_k=20,  # type: ignore[arg-type]
+                            lexical_weight=1.0, vector_weight=2.0)
+    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+                          options=options, vector_search=search)
+    lexical = {h.message.id: h.lexical_score for h in result.hits if h.lexical_score is not None}
+    vector = {h.message.id: h.vector_score for h in result.hits if h.vector_score is not None}
+    assert vector == {"t-4": 0.95, "t-0": 0.10, "t-7": 0.05}
+    assert {h.message.id: h.source for h in result.hits if h.message.id in vector} == {
+        "t-4": "both", "t-0": "both", "t-7": "vector"}
+    for hit in result.hits:
+        key = hit.message.id
+        if fusion == "weighted":
+            expected = (lexical.get(key, 0.0) / max(lexical.values())
+                        + 2.0 * vector.get(key, 0.0) / max(vector.values()))
+        else:
+            lexical_order = sorted(lexical, key=lambda k: -lexical[k])
+            vector_order = sorted(vector, key=lambda k: -vector[k])
+            lexical_rank = lexical_order.index(key) + 1 if key in lexical else None
+            vector_rank = vector_order.index(key) + 1 if key in vector else None
+            expected = ((1 / (60 + lexical_rank) if lexical_rank else 0.0)
+                        + (2.0 / (60 + vector_rank) if vector_rank else 0.0))
+        assert hit.score == pytest.approx(expected)
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+# degradation
+
+
+async def test_a_failing_vector_search_degrades_to_lexical(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _ada(memory)
+
+    async def broken(query: str, resource_id: str, thread_id: str | None, top_k: int) -> list[
+            tuple[MessageRef, float]]:
+        raise ConnectionError("embedding service unreachable")
+
+    with caplog.at_level(logging.WARNING, logger="memvault.recall"):
+        result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                              vector_search=broken)
+    assert hit_ids(result)[0] == "old-3"
+    assert {h.source for h in result.hits} == {"lexical"}
+    assert any("vector search failed" in r.getMessage() and "unreachable" in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
+    assert result.warnings and "ConnectionError" in result.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(lambda *a: 1 / 0, id="sync-raises"),
+        pytest.param(lambda *a: [("just-one-field",)], id="malformed-match"),
+        pytest.param(lambda *a: [(("old", "old-1"), float("nan"))], id="nan-score"),
+        pytest.param(lambda *a: None, id="not-a-list"),
+    ],
+)
+async def test_any_vector_failure_is_a_warning(
+    memory: Memory, caplog: pytest.LogCaptureFixture, answer: VectorSearch
+) -> None:
+    await _ada(memory)
+    with caplog.at_level(logging.WARNING, logger="memvault.recall"):
+        result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                              vector_search=answer)
+    assert hit_ids(result)[0] == "old-3"
+    assert len(result.warnings) == 1
+    assert caplog.records
+
+
+async def test_result_to_dict_is_json_ready(memory: Memory) -> None:
+    import json
+
+    await _ada(memory)
+    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea")
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["hits"][0]["thread_id"] == "old"
+    assert data["hits"][0]["other_thread"] is True
+    assert data["summary"] is None

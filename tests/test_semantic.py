@@ -1,0 +1,142 @@
+"""Semantic recall through Memory on a real SQLite file: messages are embedded after their
+commit, their vectors survive a restart, follow deletes, refuse another model until a reindex,
+and a failing embedder never loses a message or fails a recall."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault import ConfigurationError, Memory, Message
+from memvault.embeddings import FunctionEmbedder
+from memvault.recall import RecallOptions
+
+DIMS = 64
+# A stand-in embedder (named as such): words map to fixed random directions, and a few words
+# share a concept so that meaning, not spelling, makes them close.
+CONCEPTS = {"tea": "drink", "coffee": "drink", "matcha": "drink", "beverage": "drink",
+            "kyoto": "japan", "tokyo": "japan", "japan": "japan"}
+
+
+def _direction(word: str) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+    return np.random.default_rng(seed).standard_normal(DIMS)
+
+
+class Concepts:
+    """Counts calls; can be told to fail."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+        self.failing = False
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        if self.failing:
+            raise ConnectionError("embedding server down")
+        self.calls += 1
+        self.texts += len(texts)
+        rows = []
+        for text in texts:
+            words = [w.strip("?.,!").lower() for w in text.split()]
+            rows.append(sum((_direction(CONCEPTS.get(w, w)) for w in words), np.zeros(DIMS)))
+        return np.array(rows, dtype=np.float32)
+
+
+def embedder(function: Concepts, model: str = "test/concepts") -> FunctionEmbedder:
+    return FunctionEmbedder(function, model=model, run_in_thread=False)
+
+
+async def _ids(memory: Memory, query: str, **options: object) -> list[str]:
+    options = {"message_range": 0, "min_vector_score": 0.5, **options}
+    result = await memory.recall(resource_id="ada", query=query, options=RecallOptions(**options))
+    return [hit.message.id for hit in result.hits]
+
+
+async def test_recall_finds_by_meaning_and_vectors_survive_a_restart(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    function = Concepts()
+    memory = await Memory.open(url, embedder=embedder(function))
+    await memory.save_messages([Message.user("I drink matcha every morning", id="m1"),
+                                Message.user("The meeting moved to Monday", id="m2")],
+                               thread_id="t1", resource_id="ada")
+    await memory.flush()
+    assert function.texts == 2
+    # no word in common with m1: only the vector search can find it
+    assert await _ids(memory, "beverage") == ["m1"]
+    hits = (await memory.recall(resource_id="ada", query="beverage")).hits
+    assert hits[0].source == "vector"
+    await memory.close()
+
+    reopened_function = Concepts()
+    reopened = await Memory.open(url, embedder=embedder(reopened_function))
+    assert await _ids(reopened, "beverage") == ["m1"]
+    assert reopened_function.texts == 1  # only the query: stored vectors were loaded
+    await reopened.close()
+
+
+async def test_another_model_is_refused_until_reindex(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    memory = await Memory.open(url, embedder=embedder(Concepts()))
+    await memory.save_messages([Message.user("green tea", id="m1")], thread_id="t", resource_id="ada")
+    await memory.close()
+    with pytest.raises(ConfigurationError, match="reindex"):
+        await Memory.open(url, embedder=embedder(Concepts(), model="test/other"))
+    # reindex with the new model: a Memory over the same file, vectors dropped and rebuilt
+    plain = await Memory.open(url)
+    await plain.store.clear_embeddings()  # what `memvault reindex` does first
+    await plain.close()
+    other = Concepts()
+    memory = await Memory.open(url, embedder=embedder(other, model="test/other"))
+    counts = await memory.reindex()
+    assert counts == {"search_rows": 1, "vectors": 1}
+    assert await memory.store.embedding_model() == ("test/other", DIMS)
+    assert await _ids(memory, "beverage") == ["m1"]
+    await memory.close()
+
+
+async def test_a_failing_embedder_loses_nothing_and_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    function = Concepts()
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(function))
+    function.failing = True
+    with caplog.at_level(logging.WARNING):
+        saved = await memory.save_messages([Message.user("I love coffee", id="m1")],
+                                           thread_id="t", resource_id="ada")
+        await memory.flush()
+        result = await memory.recall(resource_id="ada", query="coffee")
+    assert [m.id for m in saved] == ["m1"]
+    assert [h.message.id for h in result.hits] == ["m1"]  # by words
+    assert result.warnings
+    assert "embedding 1 message(s) failed" in caplog.text
+    assert [m.id for _, m in await memory.store.unembedded_messages()] == ["m1"]
+
+    function.failing = False
+    await memory.save_messages([Message.user("tokyo trip", id="m2")], thread_id="t", resource_id="ada")
+    await memory.flush()
+    assert await memory.store.unembedded_messages() == []  # the next save caught up
+    assert await _ids(memory, "beverage") == ["m1"]
+    await memory.close()
+
+
+async def test_deleted_messages_leave_the_vector_index(tmp_path: Path) -> None:
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(Concepts()))
+    await memory.save_messages([Message.user("matcha", id="m1")], thread_id="t1", resource_id="ada")
+    await memory.save_messages([Message.user("coffee", id="m2")], thread_id="t2", resource_id="ada")
+    await memory.save_messages([Message.user("tea", id="b1")], thread_id="t1", resource_id="bob")
+    await memory.flush()
+    assert sorted(await _ids(memory, "beverage")) == ["m1", "m2"]
+    await memory.delete_messages(["m1"], thread_id="t1", resource_id="ada")
+    assert await _ids(memory, "beverage") == ["m2"]
+    await memory.delete_thread(thread_id="t2", resource_id="ada")
+    assert await _ids(memory, "beverage") == []
+    assert await memory.semantic.index.count() == 1  # type: ignore[union-attr]
+    await memory.delete_resource(resource_id="bob")
+    assert await memory.semantic.index.count() == 0  # type: ignore[union-attr]
+    assert await memory.store.load_embeddings() == []
+    await memory.close()
