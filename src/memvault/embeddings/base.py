@@ -175,3 +175,29 @@ def positive_float(value: object, name: str, owner: str, *, allow_zero: bool = F
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigurationError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return float(value)
+
+
+class RowsEmbedder:
+    """Shared shape of the embedders that compute raw rows themselves: ``embed`` checks the
+    texts, asks :meth:`_rows` for one raw vector per text, normalises them and learns the
+    dimensions from the first result. Subclasses set ``_source`` (for error messages) and
+    ``_dimensions``, and implement ``_rows``."""
+
+    _source: str
+    _dimensions: int | None = None
+
+    @property
+    def dimensions(self) -> int | None:
+        return self._dimensions
+
+    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        items = check_texts(texts)
+        if not items:
+            return empty_matrix(self._dimensions)
+        raw = await self._rows(items)
+        matrix = as_unit_rows(raw, rows=len(items), source=self._source, dimensions=self._dimensions)
+        self._dimensions = learned_dimensions(self._dimensions, matrix)
+        return matrix
+
+    async def _rows(self, items: list[str]) -> Any:
+        raise NotImplementedError

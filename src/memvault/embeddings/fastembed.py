@@ -9,23 +9,18 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.embeddings.base import (
     EmbeddingError,
-    as_unit_rows,
-    check_texts,
-    empty_matrix,
-    learned_dimensions,
+    RowsEmbedder,
     positive_int,
     require_numpy,
 )
 from memvault.errors import ConfigurationError, MissingExtraError
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
+    pass
 
 __all__ = ["FastEmbedEmbedder"]
 
@@ -36,7 +31,7 @@ def _missing_extra() -> MissingExtraError:
     return MissingExtraError(_FEATURE, "fastembed", "fastembed")
 
 
-class FastEmbedEmbedder:
+class FastEmbedEmbedder(RowsEmbedder):
     """Vectors from a fastembed ``TextEmbedding`` model running in this process.
 
     The model is created on the first ``embed`` call, in a worker thread (this is when fastembed
@@ -71,29 +66,18 @@ class FastEmbedEmbedder:
         self._batch_size = positive_int(batch_size, "batch_size", "FastEmbedEmbedder")
         self._model: Any = None
         self._dimensions: int | None = None
+        self._source = f"fastembed model {self._name!r}"
         self._lock = threading.Lock()
 
     @property
     def model(self) -> str:
         return f"fastembed/{self._name}"
 
-    @property
-    def dimensions(self) -> int | None:
-        return self._dimensions
-
     def __repr__(self) -> str:
         return f"FastEmbedEmbedder(model={self._name!r})"
 
-    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        items = check_texts(texts)
-        if not items:
-            return empty_matrix(self._dimensions)
-        raw = await asyncio.to_thread(self._embed_sync, items)
-        matrix = as_unit_rows(
-            raw, rows=len(items), source=f"fastembed model {self._name!r}", dimensions=self._dimensions
-        )
-        self._dimensions = learned_dimensions(self._dimensions, matrix)
-        return matrix
+    async def _rows(self, items: list[str]) -> Any:
+        return await asyncio.to_thread(self._embed_sync, items)
 
     def _embed_sync(self, items: list[str]) -> Any:
         with self._lock:

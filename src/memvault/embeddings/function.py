@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memvault.embeddings.base import (
     EmbeddingError,
-    as_unit_rows,
-    check_texts,
-    empty_matrix,
-    learned_dimensions,
+    RowsEmbedder,
     positive_int,
     require_numpy,
 )
 from memvault.errors import ConfigurationError, MemvaultError
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
+    pass
 
 __all__ = ["EmbedFunction", "FunctionEmbedder"]
 
@@ -43,7 +39,7 @@ def _is_async(function: Callable[..., Any]) -> bool:
     )
 
 
-class FunctionEmbedder:
+class FunctionEmbedder(RowsEmbedder):
     """An embedder around ``function(texts) -> vectors``.
 
     The function gets a ``list[str]`` and returns one vector per text, in order, as a list of
@@ -85,6 +81,7 @@ class FunctionEmbedder:
         self._dimensions = (
             None if dimensions is None else positive_int(dimensions, "dimensions", "FunctionEmbedder")
         )
+        self._source = f"embedding function {self._model!r}"
         self._is_async = _is_async(function)
         self._run_in_thread = run_in_thread
 
@@ -92,17 +89,10 @@ class FunctionEmbedder:
     def model(self) -> str:
         return self._model
 
-    @property
-    def dimensions(self) -> int | None:
-        return self._dimensions
-
     def __repr__(self) -> str:
         return f"FunctionEmbedder(model={self._model!r}, dimensions={self._dimensions!r})"
 
-    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        items = check_texts(texts)
-        if not items:
-            return empty_matrix(self._dimensions)
+    async def _rows(self, items: list[str]) -> Any:
         try:
             if self._is_async or not self._run_in_thread:
                 result = self._function(items)
@@ -117,8 +107,4 @@ class FunctionEmbedder:
                 f"the embedding function {self._model!r} failed on {len(items)} texts: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        matrix = as_unit_rows(
-            result, rows=len(items), source=f"embedding function {self._model!r}", dimensions=self._dimensions
-        )
-        self._dimensions = learned_dimensions(self._dimensions, matrix)
-        return matrix
+        return result

@@ -11,23 +11,18 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memvault.embeddings.base import (
     EmbeddingError,
-    as_unit_rows,
-    check_texts,
-    empty_matrix,
-    learned_dimensions,
+    RowsEmbedder,
     positive_int,
     require_numpy,
 )
 from memvault.errors import ConfigurationError, MissingExtraError
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
+    pass
 
 __all__ = ["BUNDLED_MODEL", "SentenceTransformersEmbedder"]
 
@@ -41,7 +36,7 @@ def _missing_extra() -> MissingExtraError:
     return MissingExtraError(_FEATURE, "local", "sentence-transformers")
 
 
-class SentenceTransformersEmbedder:
+class SentenceTransformersEmbedder(RowsEmbedder):
     """Vectors from a sentence-transformers model running in this process.
 
     The model is loaded on the first ``embed`` call (a few seconds), in a worker thread, and kept;
@@ -88,6 +83,7 @@ class SentenceTransformersEmbedder:
         self._cache_folder = cache_folder
         self._model: Any = None
         self._dimensions: int | None = None
+        self._source = f"sentence-transformers model {self._name!r}"
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
         self.loaded_from: str | None = None
@@ -99,26 +95,11 @@ class SentenceTransformersEmbedder:
             return BUNDLED_MODEL
         return f"sentence-transformers/{self._name}"
 
-    @property
-    def dimensions(self) -> int | None:
-        return self._dimensions
-
     def __repr__(self) -> str:
         return f"SentenceTransformersEmbedder(model={self._name!r}, device={self._device!r})"
 
-    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        items = check_texts(texts)
-        if not items:
-            return empty_matrix(self._dimensions)
-        raw = await asyncio.to_thread(self._encode, items)
-        matrix = as_unit_rows(
-            raw,
-            rows=len(items),
-            source=f"sentence-transformers model {self._name!r}",
-            dimensions=self._dimensions,
-        )
-        self._dimensions = learned_dimensions(self._dimensions, matrix)
-        return matrix
+    async def _rows(self, items: list[str]) -> Any:
+        return await asyncio.to_thread(self._encode, items)
 
     async def load(self) -> None:
         """Load the model now (in a worker thread) instead of on the first ``embed``."""
