@@ -179,17 +179,15 @@ class _Memvault:
         )
 
     async def read(self, threads: Sequence[int]) -> Latencies:
-        get, ids, resources = self.memory.get_messages, self.work.thread_ids, self.work.resource_ids
-        clock, out = time.perf_counter, []
-        for k in threads:
-            start = clock()
-            found = await get(thread_id=ids[k], resource_id=resources[k], last_n=LAST_N)
-            out.append(clock() - start)
-            self.bad_reads += _check_read(self.work, k, [m.seq for m in found])
-        return out
+        return await self._timed_reads(self.memory.get_messages, threads)
 
     async def history(self, threads: Sequence[int]) -> Latencies:
-        get, ids, resources = self.memory.get_history, self.work.thread_ids, self.work.resource_ids
+        return await self._timed_reads(self.memory.get_history, threads)
+
+    async def _timed_reads(
+        self, get: Callable[..., Awaitable[list[Message]]], threads: Sequence[int]
+    ) -> Latencies:
+        ids, resources = self.work.thread_ids, self.work.resource_ids
         clock, out = time.perf_counter, []
         for k in threads:
             start = clock()
