@@ -160,16 +160,37 @@ def test_the_obvious_question_is_found_first(data: Path) -> None:
 
 
 def test_with_an_embedder(data: Path) -> None:
+    pytest.importorskip("numpy", reason="embedders need numpy")
     result = locomo.run(data, conversations="0-1", ks=(5,), embedder="hash:64", store="memory")
     assert result["config"]["embedder"] == "hash:64"
     assert result["targets_apply"] is False
     assert set(result["by_conversation"]) == {"conv-test", "conv-copy"}
-    assert "vector_ms_per_query" in result["by_conversation"]["conv-test"]
+    row = result["by_conversation"]["conv-test"]
+    assert row["embed_s"] >= 0 and row["recall_warnings"] == 0
+    assert result["questions"] == 12
+
+
+async def test_the_vector_path_is_the_library_s() -> None:
+    pytest.importorskip("numpy", reason="embedders need numpy")
+    from memvault.recall import RecallOptions
+
+    memory = await Memory.open("memory://", embedder=locomo.embedder_spec("hash:64"))
+    try:
+        await locomo.ingest(memory, locomo.parse_conversation(SAMPLE))
+        await memory.flush()
+        result = await memory.recall(resource_id="conv-test", query="cello lessons every evening",
+                                     options=RecallOptions(top_k=3))
+        assert result.hits[0].message.metadata["dia_id"] == "D1:3"
+        assert result.hits[0].source == "both"
+    finally:
+        await memory.close()
 
 
 def test_unknown_embedder(data: Path) -> None:
-    with pytest.raises(ValidationError, match="unknown embedder"):
-        locomo.run(data, embedder="nonsense")
+    with pytest.raises(ValidationError, match="embedder 'nonsense/x'"):
+        locomo.run(data, embedder="nonsense/x")
+    with pytest.raises(ValidationError, match="hash:<dimensions>"):
+        locomo.run(data, embedder="hash:x")
 
 
 def test_parse_option() -> None:

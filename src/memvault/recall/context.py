@@ -160,12 +160,11 @@ async def lexical_candidates(
     for message, tf, length in pool:
         norm = k1 * (1.0 - b + b * length / average)
         score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in enumerate(tf) if f > 0)
-        if score <= 0:
+        if score <= 0 or message.thread_id is None:
             continue
         score *= _priors(message, query_words, spans, options)
         if options.min_lexical_score is not None and score < options.min_lexical_score:
             continue
-        assert message.thread_id is not None
         candidates[(message.thread_id, message.id)] = Candidate(message, score)
     return LexicalResult(candidates, threads)
 

@@ -6,7 +6,9 @@
    a vector search that fails is logged and skipped.
 3. Fusion (:mod:`memvault.recall.fusion`), thresholds, the ``top_k`` best.
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
-   oldest first, merged with the window (:mod:`memvault.recall.merge`).
+   oldest first, without tool calls or results whose other half is not recalled too
+   (:func:`memvault.history.pair_tool_parts`), merged with the window
+   (:mod:`memvault.recall.merge`).
 
 No model is called here: an embedder, if any, lives behind the vector search.
 """
@@ -20,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from memvault.errors import ValidationError
-from memvault.model import Message
+from memvault.history import pair_tool_parts
+from memvault.model import Message, check_id
 from memvault.recall import merge as merging
 from memvault.recall.context import Key, lexical_candidates
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
@@ -125,14 +128,20 @@ async def recall(
             vector_score=vector_scores.get(key),
             context=context,
         ))
-    recalled = merging.chronological(recalled)
+    # like the history window, recalled messages never separate a tool call from its result
+    recalled = pair_tool_parts(merging.chronological(merging.without(recalled, window)))
     working_memory = None
     if options.working_memory:
-        working_memory = await memory.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        try:
+            working_memory = await memory.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        except ValidationError:
+            if thread_id is not None:
+                raise
+            # a thread-scoped working memory and no current thread: there is none to feed
     return RecallResult(
         messages=merging.merge(recalled, window, options.merge),
         hits=hits,
-        recalled=merging.without(recalled, window),
+        recalled=recalled,
         history=list(window),
         working_memory=working_memory,
         summary=None,
@@ -154,24 +163,39 @@ async def _vector(
     top_k: int,
     warnings: list[str],
 ) -> list[tuple[MessageRef, float]]:
-    """The vector search's matches as refs; a failure (or a malformed answer) is logged and
-    gives no matches."""
+    """The vector search's matches as refs. A failure (or an answer that is not a list of
+    matches) is logged and gives no matches; a malformed match is logged and skipped."""
     try:
         answer = search(query, resource_id, thread_id, top_k)
         if inspect.isawaitable(answer):
             answer = await answer
-        return [_ref(match) for match in cast(Sequence[Any], answer)][:top_k]
+        matches = list(cast(Sequence[Any], answer))[:top_k]
     except asyncio.CancelledError:
         raise
     except Exception as error:  # a failing embedder or index must never fail a turn
-        text = f"vector search failed, recalling by words only: {type(error).__name__}: {error}"
-        logger.warning(text)
-        warnings.append(text)
+        _warn(warnings, f"vector search failed, recalling by words only: {type(error).__name__}: {error}")
         return []
+    refs, bad = [], []
+    for match in matches:
+        try:
+            refs.append(_ref(match))
+        except (TypeError, ValueError) as error:
+            bad.append(f"{type(error).__name__}: {error}")
+    if bad:
+        _warn(warnings, f"vector search gave {len(bad)} malformed match(es), skipped: {bad[0]}")
+    return refs
+
+
+def _warn(warnings: list[str], text: str) -> None:
+    logger.warning(text)
+    warnings.append(text)
 
 
 def _ref(match: Any) -> tuple[MessageRef, float]:
-    ref, score = match
+    try:
+        ref, score = match
+    except (TypeError, ValueError):
+        raise TypeError(f"a vector match must be a (message ref, score) pair, got {match!r}") from None
     if isinstance(ref, Message):
         if ref.thread_id is None:
             raise ValueError(f"vector match {ref.id!r} is a message without a thread_id")
@@ -180,7 +204,7 @@ def _ref(match: Any) -> tuple[MessageRef, float]:
         thread, message_id = ref
         if not isinstance(thread, str) or not isinstance(message_id, str):
             raise TypeError(f"a vector match must name (thread_id, message_id), got {ref!r}")
-        ref = MessageRef(thread, message_id)
+        ref = MessageRef(check_id(thread), check_id(message_id))
     value = float(score)
     if value != value:
         raise ValueError(f"vector match {ref} has a NaN score")

@@ -12,7 +12,9 @@ Example::
     # only this thread, 3 hits without neighbours, merged in time order with the last 20
     RecallOptions(scope="thread", top_k=3, message_range=0, last_n=20, merge="interleave")
 
-    # with a vector search: reciprocal rank fusion instead of the default weighted fusion
+    # with a vector search from a strong embedder: give the vectors more weight
+    RecallOptions(vector_weight=1.0)
+    # or reciprocal rank fusion instead of the default weighted score fusion
     RecallOptions(fusion="rrf", rrf_k=60)
 """
 
@@ -77,11 +79,19 @@ class RecallOptions:
     **Fusion** of the lexical and vector rankings (when a vector search is given)
 
     - ``fusion="weighted"`` (the default): each source's scores are normalised (``normalization``:
-      ``"max"`` divides by the source's best score, ``"minmax"`` maps best..worst to 1..0) and
-      added with ``lexical_weight`` and ``vector_weight``.
+      ``"minmax"``, the default, maps a source's best..worst candidate to 1..0; ``"max"``
+      divides by the best score) and added with ``lexical_weight`` (default 1) and
+      ``vector_weight`` (default 0.3).
     - ``fusion="rrf"``: reciprocal rank fusion, ``sum(weight / (rrf_k + rank))`` with rank 1
-      for a source's best message.
+      for a source's best message (``rrf_k`` default 60, the usual constant).
     - ``vector_candidates`` (default 50): how many messages the vector search is asked for.
+
+    Why these defaults: on LoCoMo (5 conversations, 996 questions) with all-MiniLM-L6-v2 the
+    words with their context find far more (recall@5 70.6) than the vectors alone (36.7), and
+    weighted min-max fusion at 1 : 0.3 lifts recall@5/@10 to 71.4/81.0, while equal weights
+    drop them (64.9/76.9) and reciprocal rank fusion at k=60 drops them further (56.8/64.8 at
+    1 : 1, 64.0/78.4 at 1 : 0.3). A stronger embedder may deserve a larger ``vector_weight``:
+    measure with ``memvault bench locomo --embedder ...``.
 
     **Thresholds**
 
@@ -112,9 +122,9 @@ class RecallOptions:
     date_boost: float = 0.5
 
     fusion: Fusion = "weighted"
-    normalization: Normalization = "max"
+    normalization: Normalization = "minmax"
     lexical_weight: float = 1.0
-    vector_weight: float = 1.0
+    vector_weight: float = 0.3
     rrf_k: int = 60
     vector_candidates: int = 50
 

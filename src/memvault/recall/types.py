@@ -114,7 +114,9 @@ class RecallResult:
     - ``messages``: the recent window and the recalled messages, merged by the options'
       ``merge`` strategy, each message once.
     - ``hits``: the recalled messages that matched, best first.
-    - ``recalled``: the hits with their neighbours, oldest first, none of them in ``history``.
+    - ``recalled``: the hits with their neighbours, oldest first, none of them in ``history``;
+      a tool call or result whose other half is not among them is left out of its message's
+      copy (as in the history window), so the feed never has half a tool exchange.
     - ``history``: the recent window.
     - ``working_memory``: the working memory's content (``None`` when never written or not asked).
     - ``summary``: the summary of older history: always ``None`` for now.
