@@ -20,7 +20,7 @@ import numpy as np
 from memvault.bench import recall
 
 SIZES, QUERIES = (300, 1200), 12
-SYSTEMS = ("floor", "exact", "ann", "peer")
+SYSTEMS = ("floor", "floor_einsum", "exact", "ann", "peer")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,7 @@ def test_every_size_has_every_systems_figures(result: dict[str, Any]) -> None:
             assert figures["queries"] == QUERIES, (row["size"], name)
         assert "recall_at_10" not in systems["floor"]
         assert systems["exact"]["recall_at_10"] == 1.0  # the exact index finds the floor's 10
+        assert systems["floor_einsum"]["recall_at_10"] == 1.0
         assert systems["peer"]["recall_at_10"] == 1.0  # and so does the peer
         assert 0.0 <= systems["ann"]["recall_at_10"] <= 1.0
         assert systems["peer"]["bytes_per_vector_measured"] > 384 * 8
@@ -113,6 +114,7 @@ def test_the_floor_is_brute_force() -> None:
     for query in queries:
         scores = corpus @ query
         assert recall.floor_search(corpus, query) == np.argsort(-scores)[:10].tolist()
+        assert recall.floor_search(corpus, query, einsum=True) == np.argsort(-scores)[:10].tolist()
 
 
 def test_impossible_runs_are_refused() -> None:

@@ -4,8 +4,12 @@ At each size N, all N vectors belong to ONE resource (the worst case for a per-r
 layout: nothing is filtered away), and the same ``queries`` query vectors are searched for
 their top 10 by every system:
 
-- **floor**: numpy brute force over the same float32 matrix, ``matrix @ q`` then
-  ``argpartition`` and a sort of the 10: the least work an exact search can do.
+- **floor**: numpy brute force over the same float32 matrix, ``matrix @ q`` (BLAS sgemv) then
+  ``argpartition`` and a sort of the 10: the least work an exact search can do, done the usual
+  way.
+- **floor_einsum**: the same with ``np.einsum("ij,j->i", matrix, q)``, the kernel
+  ``ExactIndex`` uses (one core, no BLAS threads; faster here, see
+  :func:`memvault.vectors.partition.similarities`): the floor for memvault's own kernel.
 - **exact**: :class:`memvault.vectors.ExactIndex` through its async ``search``.
 - **ann**: :class:`memvault.vectors.AnnIndex` (a usearch HNSW graph) through its async
   ``search``; its recall@10 is measured against the floor's exact top 10.
@@ -145,9 +149,12 @@ def vector_id(thread: str, row: int) -> str:
 # the systems
 
 
-def floor_search(matrix: Matrix, query: NDArray[np.float32], top_k: int = TOP_K) -> list[int]:
-    """numpy brute force: the exact floor. Rows of the ``top_k`` best scores, best first."""
-    scores = matrix @ query
+def floor_search(matrix: Matrix, query: NDArray[np.float32], top_k: int = TOP_K,
+                 einsum: bool = False) -> list[int]:
+    """numpy brute force: the exact floor. Rows of the ``top_k`` best scores, best first;
+    ``matrix @ query`` (BLAS), or ``einsum`` when asked."""
+    scores: NDArray[np.float32] = (np.einsum("ij,j->i", matrix, query) if einsum
+                                   else matrix @ query)
     if scores.shape[0] > top_k:
         best = np.argpartition(scores, scores.shape[0] - top_k)[-top_k:]
     else:
@@ -334,13 +341,17 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
     async def floor(q: int) -> list[str]:
         return [ids[row] for row in floor_search(corpus, asked[q])]
 
+    async def floor_einsum(q: int) -> list[str]:
+        return [ids[row] for row in floor_search(corpus, asked[q], einsum=True)]
+
     async def exact_search(q: int) -> list[str]:
         return _hit_ids(await exact.search(asked[q], resource_id=RESOURCE, top_k=TOP_K))
 
     async def ann_search(q: int) -> list[str]:
         return _hit_ids(await ann.search(asked[q], resource_id=RESOURCE, top_k=TOP_K))
 
-    systems = [_System("floor", floor), _System("exact", exact_search), _System("ann", ann_search)]
+    systems = [_System("floor", floor), _System("floor_einsum", floor_einsum),
+               _System("exact", exact_search), _System("ann", ann_search)]
     if peer is not None:
         store = peer
 
@@ -384,6 +395,7 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
         "systems": figures,
         "filtered": filtered,
         "ann_graph": ann.graphs().get(RESOURCE),
+        "ann_expansion_search": ann.expansion_for(size),
     }
 
 
@@ -491,6 +503,7 @@ def run(
             "ann": {"engine": "usearch HNSW", "graph_min_rows": sample.graph_min_rows,
                     "connectivity": sample.connectivity, "expansion_add": sample.expansion_add,
                     "expansion_search": sample.expansion_search,
+                    "expansion_search_growth": "x (1 + log10(entries / 100,000)) above 100,000",
                     "quantization": sample.quantization, "oversample": sample.oversample,
                     "min_fetch": sample.min_fetch, "rescored": "exact float32"},
             "peer": {"system": "langgraph.store.memory.InMemoryStore.asearch",
@@ -531,8 +544,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
         raise MissingExtraError("plotting the recall benchmark", "bench", "matplotlib") from None
     results = result["results"]
     figure, axes = plt.subplots(figsize=(7.5, 4.8), dpi=120)
-    styles = {"floor": "#555555", "exact": "#1f77b4", "ann": "#2ca02c", "peer": "#d62728"}
-    labels = {"floor": "numpy floor (matrix @ q)", "exact": "memvault ExactIndex",
+    styles = {"floor": "#555555", "floor_einsum": "#aaaaaa", "exact": "#1f77b4",
+              "ann": "#2ca02c", "peer": "#d62728"}
+    labels = {"floor": "numpy floor (matrix @ q, BLAS)", "floor_einsum": "numpy floor (einsum)",
+              "exact": "memvault ExactIndex",
               "ann": "memvault AnnIndex (usearch)", "peer": "LangGraph InMemoryStore"}
     for name, colour in styles.items():
         points = [(r["size"], r["systems"][name]) for r in results
@@ -540,8 +555,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
         if not points:
             continue
         xs = [size for size, _ in points]
-        axes.plot(xs, [s["p50_ms"] for _, s in points], "o-", color=colour,
-                  label=labels[name] + " p50")
+        skipped = [r["size"] for r in results if r["systems"][name].get("skipped")]
+        label = labels[name] + " p50"
+        if skipped:
+            label += " (not run at " + ", ".join(f"{size:,}" for size in skipped) + ": memory)"
+        axes.plot(xs, [s["p50_ms"] for _, s in points], "o-", color=colour, label=label)
         axes.plot(xs, [s["p99_ms"] for _, s in points], ":", color=colour, alpha=0.7)
     axes.axhline(10, color="#999999", linewidth=0.8, linestyle="--")
     axes.text(results[0]["size"], 11, "10 ms target", color="#777777", fontsize=8)
@@ -575,7 +593,7 @@ def render(result: dict[str, Any], console: Any) -> None:
     for column in ("vectors", "system", "p50", "p99", "queries", "recall@10", "build s"):
         table.add_column(column, justify="left" if column == "system" else "right")
     for row in result["results"]:
-        for name in ("floor", "exact", "ann", "peer"):
+        for name in ("floor", "floor_einsum", "exact", "ann", "peer"):
             figures = row["systems"][name]
             build = row["build"].get(f"{name}_s")
             table.add_row(f"{row['size']:,}", name, number(figures.get("p50_ms")),

@@ -28,6 +28,16 @@ _MIN_CAPACITY = 16
 _SWAP_REMOVE_MAX = 64  # removing more rows than this (and than 1/16 of the rows) compacts instead
 
 
+def similarities(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``matrix @ query`` computed by numpy's ``einsum``: SIMD on one core, GIL released, no
+    BLAS threads. Measured on this project's 2-core machines (OpenBLAS 0.3.31, SkylakeX kernel)
+    at 100k x 384: 7 ms, against 13 ms for BLAS sgemv on one thread and 16 ms on two; and two
+    BLAS threads jump from 0.5 ms to 8 ms at 10k rows whenever the other core is busy. One core
+    per search keeps latency predictable; concurrent searches use the other cores."""
+    scores: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return scores
+
+
 class Partition:
     """The vectors of one resource. ``matrix[:size]`` are the live rows."""
 
