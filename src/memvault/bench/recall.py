@@ -503,7 +503,7 @@ def run(
             "ann": {"engine": "usearch HNSW", "graph_min_rows": sample.graph_min_rows,
                     "connectivity": sample.connectivity, "expansion_add": sample.expansion_add,
                     "expansion_search": sample.expansion_search,
-                    "expansion_search_growth": "x (1 + log10(entries / 100,000)) above 100,000",
+                    "expansion_search_growth": "x (1 + 2 log10(entries / 100,000)) above 100,000",
                     "quantization": sample.quantization, "oversample": sample.oversample,
                     "min_fetch": sample.min_fetch, "rescored": "exact float32"},
             "peer": {"system": "langgraph.store.memory.InMemoryStore.asearch",
@@ -569,7 +569,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     axes.set_ylabel("search latency, top 10 (ms)")
     axes.set_title("memvault bench recall: p50 (solid), p99 (dotted)")
     axes.grid(True, which="both", alpha=0.25)
-    axes.legend(fontsize=8, loc="upper left")
+    axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
