@@ -543,7 +543,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     except ImportError:
         raise MissingExtraError("plotting the recall benchmark", "bench", "matplotlib") from None
     results = result["results"]
-    figure, axes = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    figure, axes = plt.subplots(figsize=(7.5, 5.6), dpi=120)
     styles = {"floor": "#555555", "floor_einsum": "#aaaaaa", "exact": "#1f77b4",
               "ann": "#2ca02c", "peer": "#d62728"}
     labels = {"floor": "numpy floor (matrix @ q, BLAS)", "floor_einsum": "numpy floor (einsum)",
@@ -569,7 +569,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     axes.set_ylabel("search latency, top 10 (ms)")
     axes.set_title("memvault bench recall: p50 (solid), p99 (dotted)")
     axes.grid(True, which="both", alpha=0.25)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                frameon=False)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
