@@ -4,8 +4,10 @@ and a failing embedder never loses a message or fails a recall."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
+import time
 from pathlib import Path
 
 import numpy as np
@@ -139,4 +141,44 @@ async def test_deleted_messages_leave_the_vector_index(tmp_path: Path) -> None:
     await memory.delete_resource(resource_id="bob")
     assert await memory.semantic.index.count() == 0  # type: ignore[union-attr]
     assert await memory.store.load_embeddings() == []
+    await memory.close()
+
+
+async def test_recall_scores_every_candidate_by_meaning_and_embeds_the_query_once(tmp_path: Path) -> None:
+    function = Concepts()
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(function))
+    await memory.save_messages([Message.user("I drink tea with friends", id="m1"),
+                                Message.user("my friends moved to kyoto", id="m2"),
+                                Message.user("weather report", id="m3")],
+                               thread_id="t", resource_id="ada")
+    await memory.flush()
+    before = function.texts
+    result = await memory.recall(resource_id="ada", query="friends beverage",
+                                 options=RecallOptions(message_range=0, vector_context_window=0))
+    assert function.texts == before + 1  # the search and the scoring share one query vector
+    by_id = {h.message.id: h for h in result.hits}
+    assert by_id["m1"].source == "both"  # found by "friends" and scored by meaning
+    assert by_id["m2"].vector_score is not None  # a lexical hit, scored although not matched
+    assert by_id["m1"].vector_score > by_id["m2"].vector_score  # type: ignore[operator]
+    await memory.close()
+
+
+async def test_a_slow_embedder_times_out_into_words_only(tmp_path: Path) -> None:
+    function = Concepts()
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(function))
+    await memory.save_messages([Message.user("I love coffee", id="m1")], thread_id="t", resource_id="ada")
+    await memory.flush()
+    assert memory.semantic is not None
+    memory.semantic.query_timeout = 0.05
+
+    async def stuck(texts: list[str]) -> np.ndarray:
+        await asyncio.sleep(10)
+        raise AssertionError("not reached")
+
+    memory.semantic.embedder = FunctionEmbedder(stuck, model="test/concepts")
+    started = time.perf_counter()
+    result = await memory.recall(resource_id="ada", query="coffee")
+    assert time.perf_counter() - started < 5
+    assert [(h.message.id, h.source) for h in result.hits] == [("m1", "lexical")]
+    assert result.warnings and "TimeoutError" in result.warnings[0]
     await memory.close()

@@ -292,13 +292,17 @@ class Memory:
         options: RecallOptions | None = None,
     ) -> RecallResult:
         """The older messages that matter for ``query``, merged with the recent window of
-        ``thread_id`` (see :class:`memvault.recall.RecallOptions` for top_k, scope, message_range,
-        thresholds and merge). By words, and by meaning when an embedder is configured; an
-        embedder or index failure degrades to words with a logged warning."""
+        ``thread_id`` (see :class:`memvault.recall.RecallOptions` for top_k, scope,
+        message_range, thresholds and merge; ``options`` defaults to ``MemoryOptions.recall``).
+        By words, and by meaning when an embedder is configured: every candidate is then scored
+        by meaning too (:mod:`memvault.recall.vectors`). An embedder or index failure degrades
+        to words with a logged warning."""
         semantic = await self._start()
         return await recall_messages(
             self, thread_id=thread_id, resource_id=_id(resource_id, "resource_id"), query=query,
-            options=options, vector_search=semantic.search if semantic is not None else None,
+            options=options or self.options.recall,
+            vector_search=semantic.search if semantic is not None else None,
+            vector_scorer=semantic,
         )
 
     async def reindex(self) -> dict[str, int]:

@@ -5,6 +5,7 @@ Example::
     Memory.open("sqlite:///app.db", options=MemoryOptions(
         history=HistoryOptions(last_n=20, max_tokens=4000),
         working_memory=WorkingMemoryOptions(template="# User\\n- Name:\\n"),
+        recall=RecallOptions(top_k=8, scope="thread"),
     ))
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memvault.errors import ValidationError
+from memvault.recall.options import RecallOptions
 from memvault.tokens import TokenCounter, estimate_tokens
 from memvault.working_memory import WorkingMemoryOptions
 
@@ -36,6 +38,8 @@ class HistoryOptions:
 class MemoryOptions:
     """Everything :class:`memvault.Memory` can be told.
 
+    ``recall``: the options :meth:`memvault.Memory.recall` uses when a call gives none
+    (default: :class:`~memvault.recall.RecallOptions`' defaults).
     ``max_message_bytes``: a message whose parts and metadata serialize to more than this many
     bytes of JSON is refused (default 10 MiB). ``token_counter`` counts tokens for budgets
     (default: :func:`memvault.tokens.estimate_tokens`).
@@ -43,5 +47,6 @@ class MemoryOptions:
 
     history: HistoryOptions = field(default_factory=HistoryOptions)
     working_memory: WorkingMemoryOptions = field(default_factory=WorkingMemoryOptions)
+    recall: RecallOptions = field(default_factory=RecallOptions)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     token_counter: TokenCounter = estimate_tokens

@@ -10,8 +10,10 @@ and the store's persisted vectors (:class:`~memvault.stores.base.EmbeddingStore`
   marked as not embedded (no vector row), and the next batch or :meth:`reindex` catches up.
 - **Start.** The stored vectors are loaded into the index. Vectors from another model or size
   raise :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``.
-- **Search.** The query is embedded and searched in the index, after loading the vectors other
-  processes stored since (by cursor). A failure raises; recall turns it into a warning.
+- **Search.** The query is embedded (at most ``query_timeout`` seconds, default 10; the last
+  32 queries' vectors are kept) and searched in the index, after loading the vectors other
+  processes stored since (by cursor). :meth:`similarities` scores given messages against the
+  query, for recall's context smoothing. A failure raises; recall turns it into a warning.
 - **Deletes.** The store drops vectors with their messages (same transaction); ``forget_*``
   drop them from this process's index.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memvault.semantic")
 _LOAD_BATCH = 10_000
+_QUERY_CACHE = 32
 
 
 def vector_id(resource_id: str, thread_id: str, message_id: str) -> str:
@@ -67,11 +71,14 @@ class SemanticIndex:
         index: VectorIndex | None = None,
         *,
         batch_size: int = 100,
+        query_timeout: float | None = 10.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.index = index
         self.batch_size = batch_size
+        self.query_timeout = query_timeout
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
         self._queue: list[Message] = []
         self._task: asyncio.Task[None] | None = None
@@ -193,12 +200,46 @@ class SemanticIndex:
     ) -> list[VectorMatch]:
         """The ``top_k`` messages closest in meaning to ``query`` (cosine similarity)."""
         await self._load_new()
-        vectors = await self.embedder.embed([query])
+        vector = await self.query_vector(query)
         if self.index is None:
             return []
-        hits = await self.index.search(vectors[0], resource_id=resource_id, thread_id=thread_id,
+        hits = await self.index.search(vector, resource_id=resource_id, thread_id=thread_id,
                                        top_k=top_k)
         return [(MessageRef(h.thread_id, h.message_id), h.score) for h in hits if h.message_id]
+
+    async def similarities(
+        self, query: str, resource_id: str, refs: Sequence[MessageRef]
+    ) -> dict[MessageRef, float]:
+        """The cosine similarity of ``query`` to each of these messages of ``resource_id`` that
+        has a vector (the others are left out)."""
+        if self.index is None or not refs:
+            return {}
+        vector = await self.query_vector(query)
+        items = await self.index.get([vector_id(resource_id, *ref) for ref in refs],
+                                     resource_id=resource_id)
+        if not items:
+            return {}
+        scores = np.stack([np.asarray(item.vector, dtype=np.float32) for item in items]) @ vector
+        return {MessageRef(item.thread_id, item.message_id or ""): float(score)
+                for item, score in zip(items, scores, strict=True)}
+
+    async def query_vector(self, query: str) -> np.ndarray:
+        """The query's unit-length embedding (cached for the last few queries), computed
+        within ``query_timeout`` seconds (:class:`TimeoutError` past it)."""
+        cached = self._queries.get(query)
+        if cached is not None:
+            self._queries.move_to_end(query)
+            return cached
+        vectors = await asyncio.wait_for(self.embedder.embed([query]), self.query_timeout)
+        vector = np.asarray(vectors[0], dtype=np.float32)
+        norm = float(np.linalg.norm(vector))
+        if not norm or not np.isfinite(norm):
+            raise ValueError(f"the embedder gave the query a vector of norm {norm}")
+        vector = vector / norm
+        self._queries[query] = vector
+        if len(self._queries) > _QUERY_CACHE:
+            self._queries.popitem(last=False)
+        return vector
 
     async def forget_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> None:
         if self.index is not None:

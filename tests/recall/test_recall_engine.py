@@ -429,3 +429,114 @@ async def test_result_to_dict_is_json_ready(memory: Memory) -> None:
     assert data["hits"][0]["thread_id"] == "old"
     assert data["hits"][0]["other_thread"] is True
     assert data["summary"] is None
+
+
+# vector scorer: every candidate scored by meaning, smoothed over its neighbours
+
+
+class TableScorer:
+    """A stand-in for the semantic index's scorer: similarities from a table by message id;
+    records what it is asked, and can be told to fail."""
+
+    def __init__(self, table: dict[str, float], *, failing: bool = False) -> None:
+        self.table = table
+        self.failing = failing
+        self.asked: list[tuple[str, str, list[MessageRef]]] = []
+
+    async def similarities(self, query: str, resource_id: str, refs: Sequence[MessageRef]) -> dict[
+            MessageRef, float]:
+        self.asked.append((query, resource_id, list(refs)))
+        if self.failing:
+            raise ConnectionError("index down")
+        return {ref: self.table[ref.message_id] for ref in refs if ref.message_id in self.table}
+
+
+async def test_a_scorer_smooths_similarity_over_the_neighbours(memory: Memory) -> None:
+    await save_thread(memory, "t", FILLER)
+    table = {f"t-{i}": 0.0 for i in range(8)} | {"t-3": 0.9}
+    search = vectors([(MessageRef("t", "t-3"), 0.9)])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+                          options=RecallOptions(message_range=0, vector_context_window=1),
+                          vector_search=search, vector_scorer=TableScorer(table))
+    # (0.9 * 1 + 0.0 * 0.5 + 0.0 * 0.5) / (1 + 0.5 + 0.5); the match's neighbours become
+    # candidates too: (0.0 + 0.9 * 0.5 + 0.0 * 0.5) / 2
+    assert [(h.message.id, h.vector_score, h.source) for h in result.hits] == [
+        ("t-3", pytest.approx(0.45), "vector"), ("t-2", pytest.approx(0.225), "vector"),
+        ("t-4", pytest.approx(0.225), "vector")]
+    edge = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+                        options=RecallOptions(message_range=0, vector_context_window=2),
+                        vector_search=vectors([(MessageRef("t", "t-0"), 0.9)]),
+                        vector_scorer=TableScorer(table | {"t-0": 0.6, "t-1": 0.3}))
+    # the thread starts at t-0: only t-1 (0.5) and t-2 (0.25) beside it
+    assert edge.hits[0].vector_score == pytest.approx((0.6 + 0.5 * 0.3 + 0.25 * 0.0) / 1.75)
+
+
+async def test_a_scorer_gives_every_lexical_candidate_a_vector_score(memory: Memory) -> None:
+    await _ada(memory)
+    table = {f"old-{i}": 0.1 * i for i in range(9)}
+    scorer = TableScorer(table)
+    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                          options=RecallOptions(last_n=0, message_range=0, vector_context_window=0),
+                          vector_search=vectors([(MessageRef("old", "old-6"), 0.6)]), vector_scorer=scorer)
+    by_id = {h.message.id: h for h in result.hits}
+    assert by_id["old-3"].source == "both"  # a lexical hit the vector search did not return
+    assert by_id["old-3"].vector_score == pytest.approx(0.3)
+    assert by_id["old-6"].source == "vector"
+    assert all(query == "jasmine tea" and resource == "ada" for query, resource, _ in scorer.asked)
+
+
+async def test_min_vector_score_applies_to_the_own_similarity(memory: Memory) -> None:
+    await save_thread(memory, "t", FILLER)
+    table = {"t-2": 0.2, "t-3": 0.9, "t-4": 0.4}
+    search = vectors([(MessageRef("t", "t-3"), 0.9), (MessageRef("t", "t-2"), 0.2)])
+    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+                          options=RecallOptions(message_range=0, min_vector_score=0.5),
+                          vector_search=search, vector_scorer=TableScorer(table))
+    assert hit_ids(result) == ["t-3"]
+
+
+async def test_a_failing_scorer_falls_back_to_the_matches(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _ada(memory)
+    with caplog.at_level(logging.WARNING, logger="memvault.recall"):
+        result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+                              options=RecallOptions(last_n=0, message_range=0),
+                              vector_search=vectors([(MessageRef("old", "old-6"), 0.6)]),
+                              vector_scorer=TableScorer({}, failing=True))
+    assert [(h.message.id, h.vector_score) for h in result.hits] == [("old-6", 0.6)]
+    assert len(result.warnings) == 1 and "vector scoring failed" in result.warnings[0]
+    assert "index down" in caplog.text
+
+
+async def test_a_scorer_without_a_search_is_not_asked(memory: Memory) -> None:
+    await _ada(memory)
+    scorer = TableScorer({"old-3": 0.9})
+    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+                          vector_scorer=scorer)
+    assert hit_ids(result)[0] == "old-3" and scorer.asked == []
+    assert {h.source for h in result.hits} == {"lexical"}
+
+
+def test_vector_weight_defaults_depend_on_the_scorer() -> None:
+    from memvault.recall.engine import _vector_weight
+
+    assert _vector_weight(RecallOptions(), TableScorer({})) == 0.8
+    assert _vector_weight(RecallOptions(), None) == 0.3
+    assert _vector_weight(RecallOptions(vector_weight=2.0), TableScorer({})) == 2.0
+
+
+async def test_memory_options_give_the_default_recall_options() -> None:
+    from memvault import MemoryOptions
+
+    memory = await Memory.open("memory://", options=MemoryOptions(
+        recall=RecallOptions(scope="thread", top_k=1, message_range=0)))
+    try:
+        await _ada(memory)
+        default = await memory.recall(thread_id="now", resource_id="ada", query="jasmine tea")
+        assert default.hits == []  # scope "thread": the tea of thread "old" is not searched
+        told = await memory.recall(thread_id="now", resource_id="ada", query="jasmine tea",
+                                   options=RecallOptions(last_n=0, message_range=0))
+        assert hit_ids(told)[0] == "old-3"  # options given: the memory's defaults are not used
+    finally:
+        await memory.close()

@@ -109,7 +109,8 @@ async def lexical_candidates(
     if not hits_by_thread:
         return LexicalResult({}, {})
     window, reach = options.context_window, options.context_reach
-    span = window + reach
+    # read far enough that each pool member also has its vector-smoothing neighbours
+    span = max(window, options.vector_context_window) + reach
     names = list(hits_by_thread)
     read = await asyncio.gather(*(
         memory.get_messages(thread_id=name, resource_id=resource_id, ids=hits_by_thread[name],

@@ -2,8 +2,9 @@
 
 1. Recent window: the newest messages of the current thread (``options.last_n``); they are fed
    anyway, so they are never hits.
-2. Candidates: lexical (:mod:`memvault.recall.context`) and, when given, the vector search;
-   a vector search that fails is logged and skipped.
+2. Candidates: lexical (:mod:`memvault.recall.context`) and, when given, the vector search's
+   matches, scored by meaning (:mod:`memvault.recall.vectors`); a vector search that fails is
+   logged and skipped.
 3. Fusion (:mod:`memvault.recall.fusion`), thresholds, the ``top_k`` best.
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
    oldest first, without tool calls or results whose other half is not recalled too
@@ -16,28 +17,23 @@ No model is called here: an embedder, if any, lives behind the vector search.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import logging
-from collections.abc import Sequence
-from typing import Any, cast
 
 from memvault.errors import ValidationError
 from memvault.history import pair_tool_parts
-from memvault.model import Message, check_id
+from memvault.model import Message
 from memvault.recall import merge as merging
+from memvault.recall import vectors
 from memvault.recall.context import Key, lexical_candidates
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
-from memvault.recall.options import RecallOptions
+from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.types import (
-    MessageRef,
     RecallHit,
     RecallMemory,
     RecallResult,
     Source,
+    VectorScorer,
     VectorSearch,
 )
-
-logger = logging.getLogger("memvault.recall")
 
 
 async def recall(
@@ -48,6 +44,7 @@ async def recall(
     query: str,
     options: RecallOptions | None = None,
     vector_search: VectorSearch | None = None,
+    vector_scorer: VectorScorer | None = None,
 ) -> RecallResult:
     """Find the older messages relevant to ``query`` and merge them with the recent window.
 
@@ -56,7 +53,10 @@ async def recall(
     ``scope="thread"`` only it is searched. It may be ``None`` for a resource-wide recall with
     no current conversation (then there is no window).
 
-    Never raises because the vector search failed: recall then uses words alone and says so in
+    ``vector_scorer`` (with a ``vector_search``) scores every candidate by meaning, smoothed
+    over its neighbours (:mod:`memvault.recall.vectors`).
+
+    Never raises because the vector search or scorer failed: recall then uses words alone and says so in
     ``result.warnings`` and in a logged warning. Store errors (a bad id, a closed store) do raise.
     """
     options = options or RecallOptions()
@@ -76,12 +76,11 @@ async def recall(
     lexical_task = lexical_candidates(memory, resource_id=resource_id, thread_id=search_thread,
                                       query=query, options=options)
     if vector_search is not None:
-        lexical, vector_matches = await asyncio.gather(
-            lexical_task,
-            _vector(vector_search, query, resource_id, search_thread, options.vector_candidates, warnings),
-        )
+        lexical, matches = await asyncio.gather(lexical_task, vectors.vector_matches(
+            vector_search, query, resource_id, search_thread, options.vector_candidates, warnings))
     else:
-        lexical, vector_matches = await lexical_task, []
+        lexical, matches = await lexical_task, []
+        vector_scorer = None  # a scorer alone finds nothing new: it only scores a search's matches
 
     messages: dict[Key, Message] = {}
     lexical_scores: dict[Key, float] = {}
@@ -89,14 +88,19 @@ async def recall(
         if key not in in_window:
             messages[key] = candidate.message
             lexical_scores[key] = candidate.score
-    vector_scores = await _read_vector_matches(
-        memory, resource_id, search_thread, vector_matches, lexical.threads, messages, options
-    )
-    for window_key in in_window:
-        vector_scores.pop((window_key[0] or "", window_key[1]), None)
+    # with a scorer, each match's neighbours join the candidates, and they need theirs
+    reach = 2 * options.vector_context_window if vector_scorer is not None else 0
+    vector_scores, reads = await vectors.read_matches(
+        memory, resource_id, search_thread, matches, messages, options, reach)
+    windowed = {(thread or "", message_id) for thread, message_id in in_window}
+    for window_key in windowed:
+        vector_scores.pop(window_key, None)
+    if vector_scorer is not None:
+        vector_scores = await _scored(vector_scorer, query, resource_id, lexical_scores, vector_scores,
+                                      lexical.threads, reads, windowed, messages, options, warnings)
 
     sources = {"lexical": lexical_scores, "vector": vector_scores}
-    weights = {"lexical": options.lexical_weight, "vector": options.vector_weight}
+    weights = {"lexical": options.lexical_weight, "vector": _vector_weight(options, vector_scorer)}
     if options.fusion == "rrf":
         fused = reciprocal_rank_fusion(sources, weights, k=options.rrf_k)
     else:
@@ -155,98 +159,43 @@ def _source(lexical: bool, vector: bool) -> Source:
     return "lexical" if lexical else "vector"
 
 
-async def _vector(
-    search: VectorSearch,
+def _vector_weight(options: RecallOptions, scorer: VectorScorer | None) -> float:
+    if options.vector_weight is not None:
+        return options.vector_weight
+    return SCORED_VECTOR_WEIGHT if scorer is not None else MATCHED_VECTOR_WEIGHT
+
+
+async def _scored(
+    scorer: VectorScorer,
     query: str,
     resource_id: str,
-    thread_id: str | None,
-    top_k: int,
-    warnings: list[str],
-) -> list[tuple[MessageRef, float]]:
-    """The vector search's matches as refs. A failure (or an answer that is not a list of
-    matches) is logged and gives no matches; a malformed match is logged and skipped."""
-    try:
-        answer = search(query, resource_id, thread_id, top_k)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        matches = list(cast(Sequence[Any], answer))[:top_k]
-    except asyncio.CancelledError:
-        raise
-    except Exception as error:  # a failing embedder or index must never fail a turn
-        _warn(warnings, f"vector search failed, recalling by words only: {type(error).__name__}: {error}")
-        return []
-    refs, bad = [], []
-    for match in matches:
-        try:
-            refs.append(_ref(match))
-        except (TypeError, ValueError) as error:
-            bad.append(f"{type(error).__name__}: {error}")
-    if bad:
-        _warn(warnings, f"vector search gave {len(bad)} malformed match(es), skipped: {bad[0]}")
-    return refs
-
-
-def _warn(warnings: list[str], text: str) -> None:
-    logger.warning(text)
-    warnings.append(text)
-
-
-def _ref(match: Any) -> tuple[MessageRef, float]:
-    try:
-        ref, score = match
-    except (TypeError, ValueError):
-        raise TypeError(f"a vector match must be a (message ref, score) pair, got {match!r}") from None
-    if isinstance(ref, Message):
-        if ref.thread_id is None:
-            raise ValueError(f"vector match {ref.id!r} is a message without a thread_id")
-        ref = MessageRef(ref.thread_id, ref.id)
-    else:
-        thread, message_id = ref
-        if not isinstance(thread, str) or not isinstance(message_id, str):
-            raise TypeError(f"a vector match must name (thread_id, message_id), got {ref!r}")
-        ref = MessageRef(check_id(thread), check_id(message_id))
-    value = float(score)
-    if value != value:
-        raise ValueError(f"vector match {ref} has a NaN score")
-    return ref, value
-
-
-async def _read_vector_matches(
-    memory: RecallMemory,
-    resource_id: str,
-    thread_id: str | None,
-    matches: list[tuple[MessageRef, float]],
-    threads: dict[str, list[Message]],
+    lexical_scores: dict[Key, float],
+    vector_scores: dict[Key, float],
+    lexical_reads: dict[str, list[Message]],
+    vector_reads: dict[str, list[Message]],
+    in_window: set[Key],
     messages: dict[Key, Message],
     options: RecallOptions,
+    warnings: list[str],
 ) -> dict[Key, float]:
-    """Scores of the vector matches that exist in the store under ``resource_id`` (and in
-    ``thread_id`` when given); fills ``messages`` with the ones not read yet."""
-    scores: dict[Key, float] = {}
-    for ref, score in matches:
-        if thread_id is not None and ref.thread_id != thread_id:
-            continue
-        if options.min_vector_score is not None and score < options.min_vector_score:
-            continue
-        key = (ref.thread_id, ref.message_id)
-        scores[key] = max(score, scores.get(key, score))
-    known = {(name, m.id): m for name, read in threads.items() for m in read}
-    missing: dict[str, list[str]] = {}
-    for key in scores:
-        if key not in messages:
-            if key in known:
-                messages[key] = known[key]
-            else:
-                missing.setdefault(key[0], []).append(key[1])
-    names = list(missing)
-    read = await asyncio.gather(*(
-        memory.get_messages(thread_id=name, resource_id=resource_id, ids=missing[name])
-        for name in names
-    ))
-    for name, found in zip(names, read, strict=True):
-        for message in found:
-            messages[(name, message.id)] = message
-    return {key: score for key, score in scores.items() if key in messages}
+    """Every candidate's context-smoothed similarity (:mod:`memvault.recall.vectors`): the
+    lexical candidates, the vector search's matches and the matches' neighbours (added to
+    ``messages``). The matches' own similarities when the scorer fails."""
+    window = options.vector_context_window
+    around = vectors.neighbourhoods(lexical_reads, set(lexical_scores), window)
+    matched = vectors.neighbourhoods(vector_reads, set(vector_scores) - set(around), window)
+    pool = {key for near in matched.values() for _, key in near} - set(around) - in_window
+    around.update(matched)
+    around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window))
+    smoothed = await vectors.scored(scorer, query, resource_id, around, options.context_decay, warnings,
+                                    minimum=options.min_vector_score)
+    if smoothed is None:
+        return vector_scores
+    by_key = {(name, m.id): m for name, read in vector_reads.items() for m in read}
+    for key in pool:
+        if key in smoothed:
+            messages[key] = by_key[key]
+    return smoothed
 
 
 async def _neighbours(

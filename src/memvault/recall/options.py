@@ -81,22 +81,32 @@ class RecallOptions:
     - ``fusion="weighted"`` (the default): each source's scores are normalised (``normalization``:
       ``"minmax"``, the default, maps a source's best..worst candidate to 1..0; ``"max"``
       divides by the best score) and added with ``lexical_weight`` (default 1) and
-      ``vector_weight`` (default 0.3).
+      ``vector_weight``.
+    - ``vector_weight`` (default ``None``: 0.8 with a :class:`~memvault.recall.types.VectorScorer`,
+      as ``Memory.recall`` has when an embedder is configured, else 0.3). With a scorer every
+      candidate gets a vector score, smoothed over its neighbours like the words (below); with
+      a plain vector search only its own matches do, which deserves less weight.
+    - ``vector_context_window`` (default 2): with a scorer, a message's vector score is the
+      mean similarity of itself and up to this many neighbours each side in its thread, the
+      neighbour at distance d weighted ``context_decay ** d``. ``0``: its own similarity.
     - ``fusion="rrf"``: reciprocal rank fusion, ``sum(weight / (rrf_k + rank))`` with rank 1
       for a source's best message (``rrf_k`` default 60, the usual constant).
     - ``vector_candidates`` (default 50): how many messages the vector search is asked for.
 
     Why these defaults: on LoCoMo (5 conversations, 996 questions) with all-MiniLM-L6-v2 the
-    words with their context find far more (recall@5 70.6) than the vectors alone (36.7), and
-    weighted min-max fusion at 1 : 0.3 lifts recall@5/@10 to 71.4/81.0, while equal weights
-    drop them (64.9/76.9) and reciprocal rank fusion at k=60 drops them further (56.8/64.8 at
-    1 : 1, 64.0/78.4 at 1 : 0.3). A stronger embedder may deserve a larger ``vector_weight``:
-    measure with ``memvault bench locomo --embedder ...``.
+    words with their context find far more (recall@5 70.6) than the vectors alone (36.7).
+    Fusing the vector search's own 50 matches at 1 : 0.3 lifts recall@5/@10 to 71.4/81.0
+    (equal weights drop them to 64.9/76.9; reciprocal rank fusion at k=60 to 56.8/64.8 at
+    1 : 1, 64.0/78.4 at 1 : 0.3). Scoring every candidate with context-smoothed similarities
+    and fusing at 1 : 0.8 lifts them further (docs/benchmarks.md has the figures). A stronger
+    embedder may deserve a larger ``vector_weight``: measure with
+    ``memvault bench locomo --embedder ...``.
 
     **Thresholds**
 
     - ``min_lexical_score`` / ``min_vector_score`` (default ``None``): drop candidates whose raw
-      score (context BM25, or the vector search's similarity such as a cosine) is below it.
+      score (context BM25, or the message's own similarity to the query, such as a cosine,
+      before any smoothing) is below it.
       ``RecallOptions(min_vector_score=0.3)``.
     - ``relative_threshold`` (default 0): drop hits whose fused score is below this fraction of
       the best hit's. ``RecallOptions(relative_threshold=0.5)`` keeps hits at least half as good.
@@ -124,7 +134,8 @@ class RecallOptions:
     fusion: Fusion = "weighted"
     normalization: Normalization = "minmax"
     lexical_weight: float = 1.0
-    vector_weight: float = 0.3
+    vector_weight: float | None = None
+    vector_context_window: int = 2
     rrf_k: int = 60
     vector_candidates: int = 50
 
@@ -141,12 +152,14 @@ class RecallOptions:
         _choice("normalization", self.normalization, NORMALIZATIONS)
         for name in ("top_k", "candidates", "vector_candidates", "rrf_k"):
             _integer(name, getattr(self, name), minimum=1)
-        for name in ("message_range", "context_window", "context_reach"):
+        for name in ("message_range", "context_window", "context_reach", "vector_context_window"):
             _integer(name, getattr(self, name), minimum=0)
         if self.last_n is not None:
             _integer("last_n", self.last_n, minimum=0)
-        for name in ("author_boost", "date_boost", "lexical_weight", "vector_weight", "bm25_k1"):
+        for name in ("author_boost", "date_boost", "lexical_weight", "bm25_k1"):
             _number(name, getattr(self, name), low=0.0)
+        if self.vector_weight is not None:
+            _number("vector_weight", self.vector_weight, low=0.0)
         _number("context_decay", self.context_decay, low=0.0, high=1.0)
         _number("bm25_b", self.bm25_b, low=0.0, high=1.0)
         _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
@@ -156,6 +169,12 @@ class RecallOptions:
                 _number(name, value)
         if not isinstance(self.author_key, str) or not self.author_key:
             raise ValidationError("author_key must be a non-empty string (a metadata key)")
+
+
+SCORED_VECTOR_WEIGHT = 0.8
+"""``vector_weight`` when ``None`` and every candidate gets a (smoothed) vector score."""
+MATCHED_VECTOR_WEIGHT = 0.3
+"""``vector_weight`` when ``None`` and only the vector search's own matches have one."""
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

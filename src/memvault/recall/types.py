@@ -53,6 +53,22 @@ class VectorSearch(Protocol):
 
 
 @runtime_checkable
+class VectorScorer(Protocol):
+    """The optional second half of the semantic seam: the similarity of the query to *given*
+    messages, so that recall can score every candidate (the lexical ones too) and smooth a
+    message's similarity with its neighbours'. :class:`memvault.semantic.SemanticIndex` is one.
+
+    Returns a similarity on the vector search's scale for each ref that has a vector; refs
+    without one (never embedded, deleted, another resource's) are left out. A failure is
+    treated like a failing vector search: logged, and recall goes on without it.
+    """
+
+    async def similarities(
+        self, query: str, resource_id: str, refs: Sequence[MessageRef], /
+    ) -> dict[MessageRef, float]: ...
+
+
+@runtime_checkable
 class RecallMemory(Protocol):
     """What recall reads, by keyword: the public methods of :class:`memvault.Memory`."""
 

@@ -1,0 +1,190 @@
+"""Recall's vector side: the vector search's matches, read back from the store, and scored.
+
+Two levels, depending on what the caller gives:
+
+- a :class:`~memvault.recall.types.VectorSearch` alone: its own matches keep their similarity
+  (the other candidates have no vector score);
+- with a :class:`~memvault.recall.types.VectorScorer` too (``Memory.recall`` with an
+  embedder): every candidate, lexical or vector, gets a score, and that score is smoothed over
+  the message's neighbours in its thread, as the words are (:mod:`memvault.recall.context`).
+  A reply such as "Yes, last Sunday!" is close in meaning to nothing; with the question it
+  answers beside it, it is close to questions about that Sunday.
+
+Anything failing on the vector side (the search, the scorer, a malformed match) is logged and
+put in the result's warnings; recall then goes on with what it has. Matches are always read
+back from the store under the recalled resource, so nothing of another resource can leak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import Any, cast
+
+from memvault.model import Message, check_id
+from memvault.recall.context import Key
+from memvault.recall.options import RecallOptions
+from memvault.recall.types import MessageRef, RecallMemory, VectorScorer, VectorSearch
+
+logger = logging.getLogger("memvault.recall")
+
+Neighbourhood = list[tuple[int, Key]]
+"""A message's neighbours within the window, itself included: ``(distance, key)`` pairs."""
+
+
+def warn(warnings: list[str], text: str) -> None:
+    logger.warning(text)
+    warnings.append(text)
+
+
+async def vector_matches(
+    search: VectorSearch,
+    query: str,
+    resource_id: str,
+    thread_id: str | None,
+    top_k: int,
+    warnings: list[str],
+) -> list[tuple[MessageRef, float]]:
+    """The vector search's matches as refs. A failure (or an answer that is not a list of
+    matches) is logged and gives no matches; a malformed match is logged and skipped."""
+    try:
+        answer = search(query, resource_id, thread_id, top_k)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        matches = list(cast(Sequence[Any], answer))[:top_k]
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:  # a failing embedder or index must never fail a turn
+        warn(warnings, f"vector search failed, recalling by words only: {type(error).__name__}: {error}")
+        return []
+    refs, bad = [], []
+    for match in matches:
+        try:
+            refs.append(_ref(match))
+        except (TypeError, ValueError) as error:
+            bad.append(f"{type(error).__name__}: {error}")
+    if bad:
+        warn(warnings, f"vector search gave {len(bad)} malformed match(es), skipped: {bad[0]}")
+    return refs
+
+
+def _ref(match: Any) -> tuple[MessageRef, float]:
+    try:
+        ref, score = match
+    except (TypeError, ValueError):
+        raise TypeError(f"a vector match must be a (message ref, score) pair, got {match!r}") from None
+    if isinstance(ref, Message):
+        if ref.thread_id is None:
+            raise ValueError(f"vector match {ref.id!r} is a message without a thread_id")
+        ref = MessageRef(ref.thread_id, ref.id)
+    else:
+        thread, message_id = ref
+        if not isinstance(thread, str) or not isinstance(message_id, str):
+            raise TypeError(f"a vector match must name (thread_id, message_id), got {ref!r}")
+        ref = MessageRef(check_id(thread), check_id(message_id))
+    value = float(score)
+    if value != value:
+        raise ValueError(f"vector match {ref} has a NaN score")
+    return ref, value
+
+
+async def read_matches(
+    memory: RecallMemory,
+    resource_id: str,
+    thread_id: str | None,
+    matches: list[tuple[MessageRef, float]],
+    messages: dict[Key, Message],
+    options: RecallOptions,
+    window: int,
+) -> tuple[dict[Key, float], dict[str, list[Message]]]:
+    """The matches that exist in the store under ``resource_id`` (and in ``thread_id`` when
+    given), with their similarity; adds the ones not in ``messages`` (the lexical candidates)
+    to it.
+
+    Those are read with ``window`` neighbours each side, and the reads are returned too: per
+    thread, runs of messages in thread order."""
+    scores: dict[Key, float] = {}
+    for ref, score in matches:
+        if thread_id is not None and ref.thread_id != thread_id:
+            continue
+        if options.min_vector_score is not None and score < options.min_vector_score:
+            continue
+        key = (ref.thread_id, ref.message_id)
+        scores[key] = max(score, scores.get(key, score))
+    missing: dict[str, list[str]] = {}
+    for key in scores:
+        if key not in messages:
+            missing.setdefault(key[0], []).append(key[1])
+    names = list(missing)
+    read = await asyncio.gather(*(
+        memory.get_messages(thread_id=name, resource_id=resource_id, ids=missing[name],
+                            message_range=window)
+        for name in names
+    ))
+    reads = dict(zip(names, read, strict=True))
+    for name, found in reads.items():
+        wanted = set(missing[name])
+        for message in found:
+            if message.id in wanted:
+                messages[(name, message.id)] = message
+    return {key: score for key, score in scores.items() if key in messages}, reads
+
+
+def neighbourhoods(reads: dict[str, list[Message]], keys: set[Key], window: int) -> dict[Key, Neighbourhood]:
+    """Each key found in ``reads`` with its neighbours up to ``window`` each side.
+
+    A read is a list of runs in thread order; every key was read with at least ``window``
+    neighbours each side (or its thread ends there), so positions around a key in its list are
+    its true neighbours in the thread."""
+    out: dict[Key, Neighbourhood] = {}
+    for name, found in reads.items():
+        for i, message in enumerate(found):
+            key = (name, message.id)
+            if key in keys and key not in out:
+                low, high = max(0, i - window), min(len(found), i + window + 1)
+                out[key] = [(abs(j - i), (name, found[j].id)) for j in range(low, high)]
+    return out
+
+
+async def scored(
+    scorer: VectorScorer,
+    query: str,
+    resource_id: str,
+    around: dict[Key, Neighbourhood],
+    decay: float,
+    warnings: list[str],
+    minimum: float | None = None,
+) -> dict[Key, float] | None:
+    """Each key's similarity averaged over its neighbourhood, the neighbour at distance d
+    weighted ``decay ** d`` (neighbours without a vector are skipped). With ``minimum``, a key
+    whose own similarity is below it (or who has none) gets no score. ``None`` when the scorer
+    failed (logged and in ``warnings``)."""
+    refs = list(dict.fromkeys(MessageRef(*key) for near in around.values() for _, key in near))
+    if not refs:
+        return {}
+    try:
+        similarity = await scorer.similarities(query, resource_id, refs)
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        warn(warnings, f"vector scoring failed, using the vector search's matches only: "
+                       f"{type(error).__name__}: {error}")
+        return None
+    out: dict[Key, float] = {}
+    for key, near in around.items():
+        if minimum is not None:
+            own = similarity.get(MessageRef(*key))
+            if own is None or own < minimum:
+                continue
+        total = weight = 0.0
+        for distance, other in near:
+            value = similarity.get(MessageRef(*other))
+            if value is not None:
+                w = decay ** distance
+                total += w * float(value)
+                weight += w
+        if weight > 0:
+            out[key] = total / weight
+    return out
