@@ -71,3 +71,8 @@ class MissingExtraError(MemvaultError, ImportError):
             f"{feature} needs the package {package!r}: pip install 'memvault[{extra}]'"
         )
         self.extra = extra
+
+
+class ModelError(MemvaultError):
+    """A language model could not answer (unreachable server, rejected request, bad reply);
+    the message says which and what to check."""
