@@ -21,8 +21,8 @@ from typing import Any
 
 from memvault import history as history_window
 from memvault import working_memory as wm
-from memvault.errors import MessageTooLargeError, ValidationError
-from memvault.model import Message, SearchHit, State, Thread, ThreadPage, check_id, check_json
+from memvault.errors import MessageTooLargeError, NotFoundError, ValidationError
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, check_id, check_json
 from memvault.options import MemoryOptions
 from memvault.recall import RecallOptions, RecallResult
 from memvault.recall import recall as recall_messages
@@ -312,6 +312,42 @@ class Memory:
         if (semantic := await self._start()) is not None:
             counts["vectors"] = await semantic.reindex()
         return counts
+
+    # summaries
+
+    async def get_summary(self, *, thread_id: str, resource_id: str) -> Summary | None:
+        """The thread's running summary (``None`` when there is none): see
+        :class:`memvault.model.Summary` for what it covers and what deletes it."""
+        return await self.store.get_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+
+    async def save_summary(
+        self,
+        text: str,
+        *,
+        thread_id: str,
+        resource_id: str,
+        through_message_id: str,
+        expected_version: int | None,
+    ) -> Summary | None:
+        """Store ``text`` as the summary of the thread up to and including the message
+        ``through_message_id``, if the current summary's version is ``expected_version``
+        (``None``: there is none yet); else nothing is written and ``None`` is returned (another
+        summariser won, or the message is gone). Raises :class:`NotFoundError` for an unknown
+        message and :class:`ValidationError` for bad text."""
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        check_id(through_message_id)
+        Summary(resource_id=resource_id, thread_id=thread_id, text=text, through_seq=1,
+                through_message_id=through_message_id)  # checks the text before any read
+        found = await self.store.get_messages(resource_id, thread_id, MessageQuery(ids=[through_message_id]))
+        if not found or found[0].seq is None:
+            raise NotFoundError(f"message {through_message_id!r} is not in thread {thread_id!r}")
+        summary = Summary(resource_id=resource_id, thread_id=thread_id, text=text,
+                          through_seq=found[0].seq, through_message_id=through_message_id)
+        return await self.store.save_summary(summary, expected_version=expected_version)
+
+    async def delete_summary(self, *, thread_id: str, resource_id: str) -> bool:
+        """Delete the thread's summary (the next one is made afresh); ``False`` when none."""
+        return await self.store.delete_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
     # working memory
 

@@ -296,3 +296,22 @@ class State(Model):
     status: Text | None = None
     version: int = 1
     updated_at: Timestamp = Field(default_factory=now)
+
+
+class Summary(Model):
+    """The running summary of a thread's older part: every message up to and including the one
+    at ``through_seq`` (``through_message_id``) is summarised in ``text``.
+
+    Derived data: deleting or editing a summarised message, clearing or deleting the thread or
+    its resource deletes the summary in the same operation (no deleted text left behind); the
+    next summary is then made afresh. ``version`` starts at 1 and grows by one on every write
+    (compare-and-set, so two summarisers never overwrite each other).
+    """
+
+    resource_id: Id
+    thread_id: Id
+    text: Text
+    through_seq: int = Field(ge=1)
+    through_message_id: Id
+    version: int = 1
+    updated_at: Timestamp = Field(default_factory=now)

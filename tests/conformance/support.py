@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memvault import Memory, MemoryOptions, Message, State, Thread, WorkingMemoryOptions
+from memvault import Memory, MemoryOptions, Message, State, Summary, Thread, WorkingMemoryOptions
 
 
 def ids(messages: Sequence[Any]) -> list[str]:
@@ -79,6 +79,7 @@ async def snapshot(
             "working_memory": await scoped.get_working_memory(
                 resource_id=resource_id, thread_id=tid
             ),
+            "summary": _full(await memory.get_summary(thread_id=tid, resource_id=resource_id)),
         }
         for tid in thread_ids
     }
@@ -96,8 +97,8 @@ async def snapshot(
     }
 
 
-def _full(thread: Thread | None) -> Any:
-    return thread.model_dump(mode="json") if thread else None
+def _full(record: Thread | Summary | None) -> Any:
+    return record.model_dump(mode="json") if record else None
 
 
 def tool_call_ids(messages: Sequence[Message]) -> tuple[list[str], list[str]]:

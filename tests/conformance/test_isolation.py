@@ -88,6 +88,10 @@ CALLS = [
     Call("list_states"),
     Call("list_states", kwargs={"status": "running"}),
     Call("delete_state", kwargs={"key": "run-1"}),
+    Call("get_summary"),
+    Call("save_summary", ("a hijacked summary",), {"through_message_id": "m2", "expected_version": 1}),
+    Call("save_summary", ("a hijacked summary",), {"through_message_id": "m2", "expected_version": None}),
+    Call("delete_summary"),
     Call("recall", kwargs={"query": "alice weather"}),
     Call("recall", kwargs={"query": "alice weather", "options": RecallOptions(scope="thread")}),
 ]
@@ -102,6 +106,8 @@ async def _populate_alice(memory: Memory) -> None:
         "alice's thread note", resource_id=ALICE, thread_id=ALICE_THREAD)
     await memory.update_working_memory("alice's note", resource_id=ALICE)
     await memory.set_state({"step": 1}, resource_id=ALICE, key="run-1", status="running")
+    await memory.save_summary("alice asked about Oslo's weather", thread_id=ALICE_THREAD,
+                              resource_id=ALICE, through_message_id="m2", expected_version=None)
 
 
 def test_every_method_is_in_the_table() -> None:

@@ -44,9 +44,10 @@ async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
     store = await SqliteStore.open(path)
     await store.close()
     assert version_of(path) == LATEST
-    assert {"threads", "messages", "messages_fts", "working_memory", "states"} <= names(path, "table")
+    assert {"threads", "messages", "messages_fts", "working_memory", "states", "summaries"} <= names(
+        path, "table")
     assert {"messages_fts_delete", "messages_fts_update", "messages_vectors_delete",
-            "messages_vectors_update"} == names(
+            "messages_vectors_update", "messages_summary_delete", "messages_summary_update"} == names(
         path, "trigger"
     )
     store = await SqliteStore.open(path)  # opening again changes nothing

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from memvault.model import Message, SearchHit, State, Thread, ThreadPage
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 
 
 class _Unset:
@@ -229,8 +229,30 @@ class EmbeddingStore(Protocol):
 
 
 @runtime_checkable
+class SummaryStore(Protocol):
+    """Where each thread's running summary persists (its own table; see
+    :class:`memvault.model.Summary` for what deletes it)."""
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        """The thread's summary, or ``None``."""
+        ...
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        """Write ``summary`` (its ``version`` and ``updated_at`` are the store's: the current
+        version + 1, now) only if the thread's current summary version is ``expected_version``
+        (``None``: no summary yet) and the message at ``summary.through_seq`` is still
+        ``summary.through_message_id``; else write nothing and return ``None``."""
+        ...
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        """Delete the thread's summary; ``False`` when there was none."""
+        ...
+
+
+@runtime_checkable
 class Store(
-    ThreadStore, MessageStore, LexicalSearch, WorkingMemoryStore, StateStore, EmbeddingStore, Protocol
+    ThreadStore, MessageStore, LexicalSearch, WorkingMemoryStore, StateStore, EmbeddingStore, SummaryStore,
+    Protocol,
 ):
     """Everything memvault keeps. ``close`` releases connections; the store is unusable after."""
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.lexical import index_text, query_groups, stem, tokens
-from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores.base import (
     ALL_MESSAGES,
     UNSET,
@@ -40,6 +40,12 @@ class _ThreadRecord:
     cursors: dict[str, int] = field(default_factory=dict)  # message id -> first-stored order
     vectors: dict[str, bytes] = field(default_factory=dict)  # message id -> float32 vector
     next_seq: int = 1
+    summary: Summary | None = None
+
+    def forget_summarised(self, seqs: Sequence[int | None]) -> None:
+        """Drop the summary when one of these messages (deleted or edited) is summarised."""
+        if self.summary is not None and any(s is not None and s <= self.summary.through_seq for s in seqs):
+            self.summary = None
 
 
 @dataclass
@@ -139,6 +145,7 @@ class InMemoryStore:
                 self._next_cursor += 1
             elif existing.parts != message.parts:
                 record.vectors.pop(message.id, None)
+                record.forget_summarised([seq])
             stored = message.model_copy(
                 update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq}, deep=True
             )
@@ -190,7 +197,9 @@ class InMemoryStore:
         for message_id in ids:
             record.vectors.pop(message_id, None)
             record.cursors.pop(message_id, None)
-        return sum(1 for i in set(ids) if record.messages.pop(i, None) is not None)
+        removed = [m for i in set(ids) if (m := record.messages.pop(i, None)) is not None]
+        record.forget_summarised([m.seq for m in removed])
+        return len(removed)
 
     async def clear_thread(self, resource_id: str, thread_id: str) -> int:
         record = self._record(resource_id, thread_id)
@@ -200,6 +209,7 @@ class InMemoryStore:
         record.messages.clear()
         record.vectors.clear()
         record.cursors.clear()
+        record.summary = None
         return count
 
     async def delete_resource(self, resource_id: str) -> Deleted:
@@ -212,6 +222,30 @@ class InMemoryStore:
             working_memories=len(resource.working_memory),
             states=len(resource.states),
         )
+
+    # summaries
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        record = self._record(resource_id, thread_id)
+        return None if record is None or record.summary is None else record.summary.model_copy()
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        record = self._record(summary.resource_id, summary.thread_id)
+        if record is None:
+            return None
+        current = record.summary.version if record.summary is not None else None
+        through = record.messages.get(summary.through_message_id)
+        if current != expected_version or through is None or through.seq != summary.through_seq:
+            return None
+        record.summary = summary.model_copy(update={"version": (current or 0) + 1, "updated_at": now()})
+        return record.summary.model_copy()
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        record = self._record(resource_id, thread_id)
+        if record is None or record.summary is None:
+            return False
+        record.summary = None
+        return True
 
     # search
 

@@ -31,8 +31,9 @@ from memvault.errors import (
     ThreadNotFoundError,
 )
 from memvault.lexical import fts5_query, index_text
-from memvault.model import Message, SearchHit, State, Thread, ThreadPage, now
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
+from memvault.stores import sqlite_summaries as summaries
 from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
@@ -197,6 +198,17 @@ class SqliteStore:
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
         return await self._write(_delete_state, resource_id, key)
+
+    # summaries
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        return await self._read(summaries.get_summary, resource_id, thread_id)
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        return await self._write(summaries.save_summary, summary, expected_version)
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        return await self._write(summaries.delete_summary, resource_id, thread_id)
 
     # embeddings
 

@@ -104,6 +104,28 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM message_vectors WHERE message_rowid = old.rowid;
     END;
     """,
+    # 4: each thread's running summary (derived data: gone when a summarised message is)
+    """
+    CREATE TABLE summaries (
+        resource_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        through_seq INTEGER NOT NULL,
+        through_message_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated_us INTEGER NOT NULL,
+        PRIMARY KEY (resource_id, thread_id)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER messages_summary_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM summaries WHERE resource_id = old.resource_id AND thread_id = old.thread_id
+            AND through_seq >= old.seq;
+    END;
+    CREATE TRIGGER messages_summary_update AFTER UPDATE OF parts ON messages
+    WHEN old.parts IS NOT new.parts BEGIN
+        DELETE FROM summaries WHERE resource_id = old.resource_id AND thread_id = old.thread_id
+            AND through_seq >= old.seq;
+    END;
+    """,
 )
 
 LATEST = len(MIGRATIONS)
