@@ -7,14 +7,6 @@ Speaks ``POST {base_url}/embeddings`` with ``{"model", "input": [...], "dimensio
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
-import json
-import math
-import os
-import random
-import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +16,11 @@ from memvault.embeddings.base import (
     check_texts,
     empty_matrix,
     learned_dimensions,
-    positive_float,
     positive_int,
     require_numpy,
 )
-from memvault.errors import ConfigurationError, MissingExtraError
+from memvault.errors import ConfigurationError
+from memvault.openai_http import DEFAULT_BASE_URL, OpenAIHttp, require_httpx
 
 if TYPE_CHECKING:
     import httpx
@@ -37,16 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIEmbedder"]
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _FEATURE = "OpenAI-compatible embeddings"
-
-
-def _require_httpx() -> None:
-    try:
-        import httpx  # noqa: F401
-    except ImportError as exc:
-        raise MissingExtraError(_FEATURE, "openai", "httpx") from exc
-    require_numpy(_FEATURE)
+_PATH = "/embeddings"
 
 
 class OpenAIEmbedder:
@@ -104,45 +88,43 @@ class OpenAIEmbedder:
         client: httpx.AsyncClient | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
-        _require_httpx()
+        require_httpx(_FEATURE)
+        require_numpy(_FEATURE)
         owner = "OpenAIEmbedder"
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"{owner}: model must be a non-empty string, got {model!r}")
-        url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"{owner}: base_url must be an http:// or https:// URL such as {DEFAULT_BASE_URL!r}, "
-                f"got {url!r}"
-            )
-        url = url.rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and url == DEFAULT_BASE_URL:
-            raise ConfigurationError(
-                f"{owner}: api.openai.com needs an API key: set OPENAI_API_KEY or pass api_key=...; "
-                "for a local OpenAI-compatible server pass base_url=... instead"
-            )
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigurationError(f"{owner}: max_retries must be an integer >= 0, got {max_retries!r}")
         self._model_name = model
-        self._base_url = url
-        self._endpoint = f"{url}/embeddings"
+        self._http = OpenAIHttp(
+            owner=owner,
+            service="embeddings server",
+            error=EmbeddingError,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            max_retry_after=max_retry_after,
+            headers=headers,
+            client=client,
+            sleep=sleep,
+        )
         self._requested_dimensions = (
             None if dimensions is None else positive_int(dimensions, "dimensions", owner)
         )
         self._dimensions = self._requested_dimensions
         self._batch_size = positive_int(batch_size, "batch_size", owner)
-        self._timeout = positive_float(timeout, "timeout", owner)
-        self._max_retries = max_retries
-        self._backoff_base = positive_float(backoff_base, "backoff_base", owner, allow_zero=True)
-        self._backoff_max = positive_float(backoff_max, "backoff_max", owner, allow_zero=True)
-        self._max_retry_after = positive_float(max_retry_after, "max_retry_after", owner, allow_zero=True)
-        self._headers = {"Accept": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        self._external_client = client
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
-        self._sleep = sleep or asyncio.sleep
+        self._hints = {
+            429: "the rate limit is exhausted: lower batch_size, embed less often, or raise the limit "
+            "with your provider",
+            413: f"the request is too large: lower batch_size (now {self._batch_size})",
+            400: (
+                f"check the model name {model!r}, the dimensions option (only some models accept it) "
+                "and that no text exceeds the model's input limit"
+            ),
+        }
+        self._hints[422] = self._hints[400]
 
     @property
     def model(self) -> str:
@@ -154,11 +136,11 @@ class OpenAIEmbedder:
 
     @property
     def base_url(self) -> str:
-        return self._base_url
+        return self._http.base_url
 
     def __repr__(self) -> str:  # never shows the key
         return (
-            f"OpenAIEmbedder(model={self._model_name!r}, base_url={self._base_url!r}, "
+            f"OpenAIEmbedder(model={self._model_name!r}, base_url={self.base_url!r}, "
             f"dimensions={self._dimensions!r}, batch_size={self._batch_size})"
         )
 
@@ -166,15 +148,14 @@ class OpenAIEmbedder:
         items = check_texts(texts)
         if not items:
             return empty_matrix(self._dimensions)
-        client = self._http_client()
         parts: list[NDArray[np.float32]] = []
         for start in range(0, len(items), self._batch_size):
             batch = items[start : start + self._batch_size]
-            vectors = await self._request(client, batch)
+            vectors = await self._request(batch)
             matrix = as_unit_rows(
                 vectors,
                 rows=len(batch),
-                source=f"the embeddings server at {self._endpoint} (model {self._model_name!r})",
+                source=f"{self._http.where(_PATH)} (model {self._model_name!r})",
                 dimensions=self._dimensions,
             )
             self._dimensions = learned_dimensions(self._dimensions, matrix)
@@ -187,12 +168,7 @@ class OpenAIEmbedder:
 
     async def aclose(self) -> None:
         """Close the HTTP client this embedder owns (a ``client`` passed in is left open)."""
-        client, owner, self._client, self._client_loop = self._client, self._client_loop, None, None
-        if client is None:
-            return
-        if owner is None or owner() is not asyncio.get_running_loop():
-            return  # made in another (finished) event loop: its connections went with that loop
-        await client.aclose()
+        await self._http.aclose()
 
     async def __aenter__(self) -> OpenAIEmbedder:
         return self
@@ -202,78 +178,15 @@ class OpenAIEmbedder:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _http_client(self) -> httpx.AsyncClient:
-        """The client for the running event loop (a client cannot outlive the loop it was made in)."""
-        if self._external_client is not None:
-            return self._external_client
-        import httpx
-
-        loop = asyncio.get_running_loop()
-        owner_loop = self._client_loop() if self._client_loop is not None else None
-        if self._client is None or self._client.is_closed or owner_loop is not loop:
-            # A client made in an earlier loop (an earlier asyncio.run) is dropped: its connections
-            # belong to that loop and cannot be reused or closed from this one.
-            self._client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
-            self._client_loop = weakref.ref(loop)
-        return self._client
-
-    async def _request(self, client: httpx.AsyncClient, batch: list[str]) -> list[Any]:
-        import httpx
-
+    async def _request(self, batch: list[str]) -> list[Any]:
         payload: dict[str, Any] = {"model": self._model_name, "input": batch}
         if self._requested_dimensions is not None:
             payload["dimensions"] = self._requested_dimensions
-        attempt = 0
-        while True:
-            try:
-                response = await client.post(self._endpoint, json=payload, headers=self._headers)
-            except (httpx.TransportError, OSError) as exc:
-                if attempt >= self._max_retries:
-                    raise EmbeddingError(
-                        f"could not reach the embeddings server at {self._endpoint} after "
-                        f"{attempt + 1} attempts ({type(exc).__name__}: {exc}); check base_url and "
-                        "that the server is running and reachable"
-                    ) from exc
-                delay = self._backoff(attempt)
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    return self._parse(response, len(batch))
-                if status != 429 and status < 500:
-                    raise self._client_error(response)
-                if attempt >= self._max_retries:
-                    raise EmbeddingError(
-                        f"the embeddings server at {self._endpoint} still answered {status} after "
-                        f"{attempt + 1} attempts: {_server_message(response)}; "
-                        + (
-                            "the rate limit is exhausted: lower batch_size, embed less often, or "
-                            "raise the limit with your provider"
-                            if status == 429
-                            else "the server is failing: try again later or check its logs"
-                        )
-                    )
-                retry_after = _retry_after_seconds(response)
-                delay = (
-                    min(retry_after, self._max_retry_after)
-                    if retry_after is not None
-                    else self._backoff(attempt)
-                )
-            await self._sleep(delay)
-            attempt += 1
+        response = await self._http.post(_PATH, payload, hints=self._hints)
+        return self._parse(self._http.json(response, _PATH), len(batch))
 
-    def _backoff(self, attempt: int) -> float:
-        delay = min(self._backoff_max, self._backoff_base * (2.0**attempt))
-        return delay * (0.5 + 0.5 * random.random())
-
-    def _parse(self, response: httpx.Response, expected: int) -> list[Any]:
-        where = f"the embeddings server at {self._endpoint}"
-        try:
-            body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise EmbeddingError(
-                f"{where} answered {response.status_code} with a body that is not JSON "
-                f"({_snippet(response.text)!r}); check that base_url points at an OpenAI-compatible API"
-            ) from exc
+    def _parse(self, body: Any, expected: int) -> list[Any]:
+        where = self._http.where(_PATH)
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list) or len(data) != expected:
             count = len(data) if isinstance(data, list) else "no"
@@ -291,69 +204,3 @@ class OpenAIEmbedder:
                 )
             data = sorted(data, key=lambda item: int(item["index"]))
         return [item["embedding"] for item in data]
-
-    def _client_error(self, response: httpx.Response) -> EmbeddingError:
-        status = response.status_code
-        message = _server_message(response)
-        head = f"the embeddings server at {self._endpoint} rejected the request ({status}: {message})"
-        if status in (401, 403):
-            hint = "check the API key: set OPENAI_API_KEY or pass api_key=..."
-        elif status == 404:
-            hint = (
-                f"check base_url (the API root; most servers want it to end in /v1) and that model "
-                f"{self._model_name!r} exists on that server"
-            )
-        elif status == 413:
-            hint = f"the request is too large: lower batch_size (now {self._batch_size})"
-        elif status in (400, 422):
-            hint = (
-                f"check the model name {self._model_name!r}, the dimensions option (only some "
-                "models accept it) and that no text exceeds the model's input limit"
-            )
-        else:
-            hint = "check the embedder's configuration (base_url, model, api_key)"
-        return EmbeddingError(f"{head}; {hint}")
-
-
-def _snippet(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _server_message(response: httpx.Response) -> str:
-    """The error message in an OpenAI-style body (``{"error": {"message": ...}}``) or the raw text."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _snippet(response.text) or response.reason_phrase or "no message"
-    if isinstance(body, dict):
-        error = body.get("error", body.get("detail", body.get("message")))
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        if error is not None:
-            return _snippet(error if isinstance(error, str) else json.dumps(error))
-    return _snippet(json.dumps(body))
-
-
-def _retry_after_seconds(response: httpx.Response) -> float | None:
-    """The server's requested wait: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date."""
-    millis = response.headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            value = float(millis) / 1000.0
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
-    header = response.headers.get("retry-after")
-    if header is None:
-        return None
-    try:
-        value = float(header)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(header)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return value if math.isfinite(value) and value >= 0 else None
