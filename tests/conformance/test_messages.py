@@ -355,6 +355,8 @@ async def _populate(memory: Memory, resource_id: str) -> None:
     await scoped.update_working_memory("thread note", resource_id=resource_id, thread_id="t1")
     await memory.set_state({"step": 1}, resource_id=resource_id, key="run-1", status="running")
     await memory.set_state({"step": 2}, resource_id=resource_id, key="run-2")
+    await memory.save_summary("apples and bananas", thread_id="t1", resource_id=resource_id,
+                              through_message_id="b", expected_version=None)
 
 
 async def test_delete_resource_removes_everything_of_that_resource_only(memory: Memory) -> None:
@@ -368,7 +370,7 @@ async def test_delete_resource_removes_everything_of_that_resource_only(memory: 
     counts = (deleted.threads, deleted.messages, deleted.working_memories, deleted.states)
     assert counts == (3, 3, 2, 2)
     assert await snapshot(memory, "alice", ["empty", "t1", "t2"], words) == {
-        "threads": {tid: {"thread": None, "messages": [], "working_memory": None}
+        "threads": {tid: {"thread": None, "messages": [], "working_memory": None, "summary": None}
                     for tid in ["empty", "t1", "t2"]},
         "listed": [],
         "search": {"shared": [], "apples": []},
