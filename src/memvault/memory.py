@@ -29,6 +29,7 @@ from memvault.recall import recall as recall_messages
 from memvault.semantic import SemanticIndex
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+from memvault.telemetry import traced
 from memvault.vectors.base import VectorIndex
 
 
@@ -112,6 +113,7 @@ class Memory:
 
     # threads
 
+    @traced("create_thread")
     async def create_thread(
         self,
         *,
@@ -129,16 +131,19 @@ class Memory:
             fields["id"] = _id(thread_id, "thread_id")
         return await self.store.create_thread(Thread(**fields), exist_ok=exist_ok)
 
+    @traced("get_thread")
     async def get_thread(self, *, thread_id: str, resource_id: str) -> Thread | None:
         """The thread, or ``None`` if this resource has no such thread."""
         return await self.store.get_thread(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
+    @traced("list_threads")
     async def list_threads(
         self, *, resource_id: str, limit: int = 20, cursor: str | None = None
     ) -> ThreadPage:
         """The resource's threads, most recently active first; follow ``next_cursor`` to page."""
         return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor)
 
+    @traced("update_thread")
     async def update_thread(
         self, *, thread_id: str, resource_id: str, title: Any = UNSET, metadata: Any = UNSET
     ) -> Thread:
@@ -151,6 +156,7 @@ class Memory:
             _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), title=title, metadata=metadata
         )
 
+    @traced("delete_thread")
     async def delete_thread(self, *, thread_id: str, resource_id: str) -> bool:
         """Delete a thread with its messages and derived data; ``False`` if there was none."""
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
@@ -161,6 +167,7 @@ class Memory:
 
     # messages
 
+    @traced("save_messages")
     async def save_messages(
         self,
         messages: Iterable[Message | Mapping[str, Any]],
@@ -195,6 +202,7 @@ class Memory:
             )
         return message
 
+    @traced("get_messages")
     async def get_messages(
         self,
         *,
@@ -221,6 +229,7 @@ class Memory:
             _id(resource_id, "resource_id"), _id(thread_id, "thread_id"), query
         )
 
+    @traced("get_history")
     async def get_history(
         self,
         *,
@@ -238,6 +247,7 @@ class Memory:
             tail, last_n=last_n, max_tokens=max_tokens, count=self.options.token_counter
         )
 
+    @traced("delete_messages")
     async def delete_messages(
         self, ids: Sequence[str], *, thread_id: str, resource_id: str
     ) -> int:
@@ -251,6 +261,7 @@ class Memory:
             await semantic.forget_messages(resource_id, thread_id, checked)
         return deleted
 
+    @traced("clear_thread")
     async def clear_thread(self, *, thread_id: str, resource_id: str) -> int:
         """Delete every message of a thread; the thread itself stays."""
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
@@ -259,6 +270,7 @@ class Memory:
             await semantic.forget_thread(resource_id, thread_id)
         return cleared
 
+    @traced("delete_resource")
     async def delete_resource(self, *, resource_id: str) -> Deleted:
         """Delete everything of a resource in one transaction: threads, messages, derived data,
         working memory and states."""
@@ -268,6 +280,7 @@ class Memory:
             await semantic.forget_resource(resource_id)
         return deleted
 
+    @traced("search_messages")
     async def search_messages(
         self, *, resource_id: str, query: str, thread_id: str | None = None, limit: int = 10
     ) -> list[SearchHit]:
@@ -283,6 +296,7 @@ class Memory:
 
     # recall
 
+    @traced("recall")
     async def recall(
         self,
         *,
@@ -305,6 +319,7 @@ class Memory:
             vector_scorer=semantic,
         )
 
+    @traced("reindex")
     async def reindex(self) -> dict[str, int]:
         """Rebuild the derived data from the messages: the full-text index, and the vectors
         (with the current embedder, e.g. after changing models). Returns counts."""
@@ -315,11 +330,13 @@ class Memory:
 
     # summaries
 
+    @traced("get_summary")
     async def get_summary(self, *, thread_id: str, resource_id: str) -> Summary | None:
         """The thread's running summary (``None`` when there is none): see
         :class:`memvault.model.Summary` for what it covers and what deletes it."""
         return await self.store.get_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
+    @traced("save_summary")
     async def save_summary(
         self,
         text: str,
@@ -345,12 +362,14 @@ class Memory:
                           through_seq=found[0].seq, through_message_id=through_message_id)
         return await self.store.save_summary(summary, expected_version=expected_version)
 
+    @traced("delete_summary")
     async def delete_summary(self, *, thread_id: str, resource_id: str) -> bool:
         """Delete the thread's summary (the next one is made afresh); ``False`` when none."""
         return await self.store.delete_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
     # working memory
 
+    @traced("get_working_memory")
     async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
         """The working memory's content (``None`` when never written). ``thread_id`` is needed
         when the scope is ``thread``."""
@@ -361,6 +380,7 @@ class Memory:
         scope = self.options.working_memory.scope
         return wm.key(scope, None if thread_id is None else _id(thread_id, "thread_id"))
 
+    @traced("update_working_memory")
     async def update_working_memory(
         self,
         memory: Any,
@@ -382,6 +402,7 @@ class Memory:
         assert result is not None
         return result
 
+    @traced("working_memory_instructions")
     async def working_memory_instructions(
         self, *, resource_id: str, thread_id: str | None = None
     ) -> str:
@@ -395,10 +416,12 @@ class Memory:
 
     # agent and workflow states
 
+    @traced("get_state")
     async def get_state(self, *, resource_id: str, key: str) -> State | None:
         """A state saved under ``key`` (e.g. a suspended run's id), or ``None``."""
         return await self.store.get_state(_id(resource_id, "resource_id"), _id(key, "key"))
 
+    @traced("set_state")
     async def set_state(
         self, value: Any, *, resource_id: str, key: str, status: str | None = None
     ) -> State:
@@ -409,6 +432,7 @@ class Memory:
         assert state is not None
         return state
 
+    @traced("compare_and_set_state")
     async def compare_and_set_state(
         self,
         value: Any,
@@ -425,12 +449,14 @@ class Memory:
             expected_version=expected_version,
         )
 
+    @traced("list_states")
     async def list_states(
         self, *, resource_id: str, status: str | None = None, limit: int = 100
     ) -> list[State]:
         """The resource's states, optionally only those with ``status``, newest first."""
         return await self.store.list_states(_id(resource_id, "resource_id"), status=status, limit=limit)
 
+    @traced("delete_state")
     async def delete_state(self, *, resource_id: str, key: str) -> bool:
         return await self.store.delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
 

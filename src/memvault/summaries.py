@@ -27,6 +27,7 @@ from memvault.history import safe_starts
 from memvault.llm.base import ChatMessage, Model
 from memvault.memory import Memory
 from memvault.model import Message, Summary, TextPart, ToolCallPart, ToolResultPart
+from memvault.telemetry import traced
 from memvault.tokens import TokenCounter, message_tokens
 
 DEFAULT_INSTRUCTIONS = (
@@ -115,6 +116,7 @@ async def unsummarised(
     raise AssertionError("unreachable")
 
 
+@traced("summarize")
 async def summarize_if_needed(
     memory: Memory,
     model: Model,
