@@ -14,8 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from memvault import Memory, Message, ThreadNotFoundError
-from memvault import telemetry
+from memvault import Memory, Message, ThreadNotFoundError, telemetry
 
 EXPORTER = InMemorySpanExporter()
 
