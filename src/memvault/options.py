@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from memvault.errors import ValidationError
 from memvault.recall.options import RecallOptions
-from memvault.tokens import TokenCounter, estimate_tokens
+from memvault.tokens import TokenCounter, estimate_tokens, resolve_token_counter
 from memvault.working_memory import WorkingMemoryOptions
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
@@ -41,8 +41,10 @@ class MemoryOptions:
     ``recall``: the options :meth:`memvault.Memory.recall` uses when a call gives none
     (default: :class:`~memvault.recall.RecallOptions`' defaults).
     ``max_message_bytes``: a message whose parts and metadata serialize to more than this many
-    bytes of JSON is refused (default 10 MiB). ``token_counter`` counts tokens for budgets
-    (default: :func:`memvault.tokens.estimate_tokens`).
+    bytes of JSON is refused (default 10 MiB). ``token_counter`` counts tokens for budgets:
+    a function from text to a count, or a name :func:`memvault.tokens.resolve_token_counter`
+    knows (``"o200k_base"``, ``"gpt-4o"``, ``"estimate"``); default: the offline estimate
+    :func:`memvault.tokens.estimate_tokens`. A name is resolved when the options are made.
     """
 
     history: HistoryOptions = field(default_factory=HistoryOptions)
@@ -50,3 +52,7 @@ class MemoryOptions:
     recall: RecallOptions = field(default_factory=RecallOptions)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     token_counter: TokenCounter = estimate_tokens
+
+    def __post_init__(self) -> None:
+        if not callable(self.token_counter):
+            object.__setattr__(self, "token_counter", resolve_token_counter(self.token_counter))
