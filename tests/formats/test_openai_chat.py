@@ -351,8 +351,8 @@ def test_from_openai_rejects_bad_input(items: Any, needle: str) -> None:
         ),
         ([Message(role="system", parts=[ReasoningPart(text="r")])], "'reasoning' parts in system"),
         (
-            [Message(role="assistant", parts=[ToolResultPart(tool_call_id="c")])],
-            "tool results cannot be in a assistant",
+            [Message(role="system", parts=[ToolResultPart(tool_call_id="c")])],
+            "tool results cannot be in a system",
         ),
         ([Message(role="tool", parts=[TextPart(text="x")])], "tool-result parts only"),
         ([Message(role="tool", parts=[])], "tool-result parts only"),
@@ -364,6 +364,27 @@ def test_to_openai_rejects_what_openai_cannot_hold(messages: Any, needle: str) -
     with pytest.raises(ValidationError) as info:
         to_openai(messages)
     assert needle in str(info.value)
+
+
+def test_an_assistant_message_holding_its_results_becomes_the_openai_sequence() -> None:
+    """The runtime buffer keeps each result right after its call in one assistant message."""
+    merged = Message(role="assistant", parts=[
+        TextPart(text="Let me check."),
+        ToolCallPart(tool_call_id="c1", name="weather", args={"city": "Oslo"}),
+        ToolCallPart(tool_call_id="c2", name="weather", args={"city": "Rome"}),
+        ToolResultPart(tool_call_id="c1", output="snow"),
+        ToolResultPart(tool_call_id="c2", output={"sky": "clear"}),
+        TextPart(text="Snow in Oslo, clear in Rome."),
+    ])
+    assert to_openai([merged]) == [
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Rome"}'}},
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "snow"},
+        {"role": "tool", "tool_call_id": "c2", "content": '{"sky":"clear"}'},
+        {"role": "assistant", "content": "Snow in Oslo, clear in Rome."},
+    ]
 
 
 def test_to_openai_error_names_the_message() -> None:

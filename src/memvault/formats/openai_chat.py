@@ -282,11 +282,33 @@ def _write(message: Message) -> list[dict[str, Any]]:
     rest: list[Part] = [p for p in message.parts if not isinstance(p, ToolResultPart)]
     if message.role == "tool" and (rest or not results):
         raise ValidationError("a tool message must hold tool-result parts only (at least one)")
+    if results and message.role == "assistant":
+        return _write_steps(message, meta)
     if results and message.role not in ("tool", "user"):
         raise ValidationError(f"tool results cannot be in a {message.role} message; use role tool")
     out = [_write_result(p, meta, message.role) for p in results]
     if message.role != "tool" and (rest or not results):
         out.append(_write_message(message, rest, meta))
+    return out
+
+
+def _write_steps(message: Message, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An assistant message that holds its tool results too (as the runtime's conversation
+    buffer makes one: each result right after its call) becomes the OpenAI sequence: an
+    assistant message with the calls, a tool message per result, and so on. One way only:
+    :func:`from_openai` reads that sequence back as separate messages."""
+    out: list[dict[str, Any]] = []
+    step: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            if step:
+                out.append(_write_message(message, step, meta))
+                step = []
+            out.append(_write_result(part, meta, "tool"))
+        else:
+            step.append(part)
+    if step:
+        out.append(_write_message(message, step, meta))
     return out
 
 
