@@ -14,6 +14,9 @@ async def test_facts_from_the_first_thread_reach_the_model_in_a_new_thread(tmp_p
         turns = await script.run(memory)
         note = await memory.get_working_memory(resource_id=script.RESOURCE)
         first = await memory.get_messages(thread_id="first-visit", resource_id=script.RESOURCE)
+        thread = await memory.get_thread(thread_id="first-visit", resource_id=script.RESOURCE)
+
+    assert thread is not None and thread.title == "Hi! I'm Ada. I prefer"  # made in the background
 
     assert note is not None
     assert "Ada" in note and "green tea" in note and "Kyoto" in note
@@ -25,9 +28,11 @@ async def test_facts_from_the_first_thread_reach_the_model_in_a_new_thread(tmp_p
 
     last = turns[-1]
     assert last.thread_id == "weeks-later"
-    system, *rest = last.model_input
+    system, recalled, *rest = last.model_input
     assert system["role"] == "system"
     assert "Name: Ada" in system["content"] and "green tea" in system["content"]
-    assert "conversation first-visit" in system["content"] and "Kyoto" in system["content"]
-    assert rest == [{"role": "user", "content": script.SECOND_QUESTION}]
-    assert {h.message.thread_id for h in last.recalled} == {"first-visit"}
+    assert recalled["role"] == "system" and "(earlier conversation, " in recalled["content"]
+    assert "Kyoto" in recalled["content"]
+    assert rest == [{"role": "user", "content": script.CONVERSATIONS[-1][1]}]
+    assert {h.thread_id for h in last.recalled} == {"first-visit"}
+    assert [kind for kind, _ in script.describe(last)] == ["user", "assistant"]

@@ -14,10 +14,12 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault import history as history_window
 from memvault import working_memory as wm
@@ -31,6 +33,12 @@ from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
 from memvault.telemetry import traced
 from memvault.vectors.base import VectorIndex
+
+if TYPE_CHECKING:
+    from memvault.llm.base import Model
+    from memvault.runtime.turn import Turn, TurnOptions
+
+logger = logging.getLogger("memvault")
 
 
 def _id(value: Any, name: str) -> str:
@@ -62,6 +70,7 @@ class Memory:
         self.options = options or MemoryOptions()
         self.semantic: SemanticIndex | None = None
         self._started = embedder is None
+        self._background: set[asyncio.Task[Any]] = set()
         if embedder is not None:
             from memvault.embeddings import resolve_embedder
 
@@ -99,9 +108,49 @@ class Memory:
         await self.store.close()
 
     async def flush(self) -> None:
-        """Wait until the messages saved so far are embedded (no-op without an embedder)."""
+        """Wait until the messages saved so far are embedded (no-op without an embedder) and
+        the background work of finished turns (titles, summaries) is done."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
         if self.semantic is not None:
             await self.semantic.flush()
+
+    def background(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Run ``work`` in the background (titles and summaries after a turn): a failure is
+        logged as a warning, never raised; :meth:`flush` and :meth:`close` wait for it."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception as error:
+                logger.warning("background %s failed: %r", name, error)
+
+        task = asyncio.get_running_loop().create_task(guarded(), name=f"memvault.{name}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def turn(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        user_message: Message | str,
+        model: Model | None = None,
+        summary_model: Model | None = None,
+        options: TurnOptions | None = None,
+    ) -> Turn:
+        """One turn of an agent, as an async context manager: the user's message is saved, the
+        context assembled (``turn.messages``), the model's output buffered and persisted, and
+        everything flushed on leaving (see :mod:`memvault.runtime.turn`)::
+
+            async with memory.turn(thread_id="t1", resource_id="ada", user_message="Hi") as turn:
+                answer = await turn.run(model)
+        """
+        from memvault.runtime.turn import Turn
+
+        return Turn(self, thread_id=_id(thread_id, "thread_id"), resource_id=_id(resource_id, "resource_id"),
+                    user_message=user_message, model=model, summary_model=summary_model, options=options)
 
     async def __aenter__(self) -> Memory:
         return self

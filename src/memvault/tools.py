@@ -105,7 +105,7 @@ class MemoryTools:
                 raise _BadArguments(f"mode must be 'append' or 'replace', got {mode!r}")
             content = await self.memory.update_working_memory(
                 args["memory"], resource_id=self.resource_id, thread_id=self.thread_id, mode=mode)
-            return {"ok": True, "working_memory": content}
+            return {"ok": True, "characters": len(content or "")}
         if name == GET_TOOL:
             note = await self.memory.get_working_memory(resource_id=self.resource_id,
                                                         thread_id=self.thread_id)

@@ -17,5 +17,5 @@ def test_demo_command_prints_the_model_input(tmp_path: Path) -> None:
     out = result.stdout
     assert "update_working_memory" in out
     assert "what the model was fed in the new thread" in out
-    assert "- Name: Ada" in out and "Kyoto" in out and "search found: first-visit#" in out
+    assert "- Name: Ada" in out and "Kyoto" in out and "recall found: first-visit#" in out
     assert db.exists()

@@ -29,29 +29,31 @@ def demo(
     url = db or f"sqlite:///{Path(tempfile.mkdtemp(prefix='memvault-demo-')) / 'demo.db'}"
     console = Console()
     console.print(f"[bold]memvault demo[/] · store [cyan]{url}[/] · resource [cyan]{script.RESOURCE}[/]")
-    turns = asyncio.run(_run(url))
+    turns, titles = asyncio.run(_run(url))
+    styles = {"user": "bold green", "tool": "yellow", "assistant": "bold blue"}
     for number, turn in enumerate(turns, 1):
-        said = [m for m in turn.saved if m.role != "user"]
-        console.rule(f"turn {number} · thread [cyan]{turn.thread_id}[/]")
-        console.print(f"[bold green]user[/]: {escape(turn.saved[0].text)}")
-        for message in said:
-            for call in message.tool_calls:
-                console.print(f"[yellow]tool call[/] {escape(call.name)}({escape(json.dumps(call.args))})")
-            if message.text:
-                console.print(f"[bold blue]assistant[/]: {escape(message.text)}")
+        console.rule(f"turn {number} · thread [cyan]{turn.thread_id}[/] · {escape(titles[turn.thread_id])}")
+        for kind, text in script.describe(turn):
+            label = "tool call" if kind == "tool" else kind
+            console.print(f"[{styles[kind]}]{label}[/]: {escape(str(text))}")
     last = turns[-1]
     console.rule("what the model was fed in the new thread")
     console.print(
-        "Working memory and a message found by search in the first conversation reach the model"
-        " in a thread it has never seen (OpenAI chat messages):"
+        "Working memory and a message recalled from the first conversation reach the model"
+        " in a thread it has never seen (OpenAI chat messages, assembled by memory.turn):"
     )
     for item in last.model_input:
         body = item.get("content") or json.dumps(item.get("tool_calls"), indent=2)
-        console.print(Panel(Text(str(body)), title=item["role"], title_align="left"))
-    found = ", ".join(f"{h.message.thread_id}#{h.message.seq}" for h in last.recalled) or "nothing"
-    console.print(Panel(f"search found: {found}", title="recall", expand=False))
+        console.print(Panel(Text(str(body)), title=str(item["role"]), title_align="left"))
+    found = ", ".join(f"{h.thread_id}#{h.message.seq} ({h.source})" for h in last.recalled) or "nothing"
+    console.print(Panel(f"recall found: {found}", title="recall", expand=False))
 
 
-async def _run(url: str) -> list[script.Turn]:
+async def _run(url: str) -> tuple[list[script.Turn], dict[str, str]]:
     async with await Memory.open(url, options=MemoryOptions(working_memory=script.PROFILE)) as memory:
-        return await script.run(memory)
+        turns = await script.run(memory)
+        titles = {}
+        for turn in turns:
+            thread = await memory.get_thread(thread_id=turn.thread_id, resource_id=script.RESOURCE)
+            titles[turn.thread_id] = thread.title if thread is not None and thread.title else ""
+        return turns, titles
