@@ -18,11 +18,17 @@ import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from memvault.memory import Memory as AsyncMemory
+from memvault.model import Message
 from memvault.options import MemoryOptions
+from memvault.sync_turn import SyncTurn
 from memvault.vectors.base import VectorIndex
+
+if TYPE_CHECKING:
+    from memvault.llm.base import Model
+    from memvault.runtime.turn import TurnOptions
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -114,6 +120,21 @@ class Memory:
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
+
+    def turn(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        user_message: Message | str,
+        model: Model | None = None,
+        summary_model: Model | None = None,
+        options: TurnOptions | None = None,
+    ) -> SyncTurn:
+        """See :meth:`memvault.Memory.turn`: ``with memory.turn(...) as turn: turn.run(model)``."""
+        return SyncTurn(self._portal, self.aio.turn(
+            thread_id=thread_id, resource_id=resource_id, user_message=user_message, model=model,
+            summary_model=summary_model, options=options))
 
     create_thread = _twin(AsyncMemory.create_thread)
     get_thread = _twin(AsyncMemory.get_thread)

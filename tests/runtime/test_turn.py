@@ -180,3 +180,24 @@ async def test_a_failing_title_model_never_fails_the_turn(
     await memory.flush()
     assert "background title failed" in caplog.text
     assert [m.text for m in await stored(memory)] == ["hello", "hi"]
+
+
+def test_the_sync_twin_runs_a_turn(tmp_path: Path) -> None:
+    from memvault.llm import Finish, TextDelta
+    from memvault.sync import Memory as SyncMemory
+
+    with SyncMemory.open(f"sqlite:///{tmp_path / 'sync.db'}") as memory:
+        model = ScriptedModel([call("update_working_memory", memory="- Name: Ada"), "Hello Ada!", "Again!"])
+        with memory.turn(thread_id="t1", resource_id="ada", user_message="I'm Ada", model=model,
+                         options=TurnOptions(titles=False)) as turn:
+            assert turn.messages[-1] == {"role": "user", "content": "I'm Ada"}
+            assert turn.run() == "Hello Ada!"
+        with memory.turn(thread_id="t1", resource_id="ada", user_message="again", model=model,
+                         options=TurnOptions(titles=False)) as turn:
+            events = list(turn.stream())
+            turn.append_text(" (edited by hand)")
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Again!"
+        assert isinstance(events[-1], Finish)
+        saved = memory.get_messages(thread_id="t1", resource_id="ada")
+        assert [m.text for m in saved] == ["I'm Ada", "Hello Ada!", "again", "Again! (edited by hand)"]
+        assert memory.get_working_memory(resource_id="ada") == "- Name: Ada"
