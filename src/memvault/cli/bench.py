@@ -224,3 +224,35 @@ def recall(
         typer.echo(json.dumps(result, indent=2))
     else:
         bench_recall.render(result, Console())
+
+
+@app.command("turn")
+def turn(
+    data: Annotated[Path | None, typer.Option(
+        "--data", exists=True, dir_okay=False, readable=True,
+        help="A LoCoMo JSON file: replay one conversation through memory.turn.")] = None,
+    conversation: Annotated[int, typer.Option(help="Which conversation of --data (index).")] = 2,
+    max_tokens: Annotated[int, typer.Option(min=1, help="The context budget (ContextOptions).")] = 16_000,
+    embedder: Annotated[str | None, typer.Option(
+        help="An embedder spec for the replay (default: none).")] = None,
+    messages: Annotated[int, typer.Option(
+        min=0, help="Stored messages for the assembly timing (0: skip it).")] = 100_000,
+    queries: Annotated[int, typer.Option(min=1, help="Assemblies timed per layout.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """The turn helper: tokens fed per turn against the whole history and evidence in the fed
+    context (LoCoMo replay), and context-assembly time at --messages stored messages."""
+    from rich.console import Console
+
+    from memvault.bench import turn as bench_turn
+
+    status = Console(stderr=True)
+    result: dict[str, Any] = {}
+    with status.status("starting") as spinner:
+        say = None if as_json else spinner.update
+        if data is not None:
+            result["replay"] = bench_turn.replay(data, conversation=conversation, max_tokens=max_tokens,
+                                                 embedder=embedder, progress=say)
+        if messages:
+            result["assembly"] = bench_turn.assembly(messages=messages, queries=queries, progress=say)
+    typer.echo(json.dumps(result, indent=2))

@@ -247,6 +247,12 @@ class Turn:
         self.buffer.add_step(step, agent_id=agent_id, agent_name=agent_name)
         self._schedule()
 
+    def add(self, message: Message) -> None:
+        """A whole message of any role, as it is (e.g. replaying a transcript): it never merges
+        with the open assistant message."""
+        self.buffer.add(message)
+        self._schedule()
+
     def _schedule(self) -> None:
         assert self._queue is not None
         self._queue.schedule_pending(self.buffer)

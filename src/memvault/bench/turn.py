@@ -1,0 +1,199 @@
+"""``memvault bench turn``: what the turn helper feeds the model, and what assembling it costs.
+
+**Replay** (``replay``): one LoCoMo conversation goes through ``memory.turn`` turn by turn, as an
+agent would live it: one thread per session, the first speaker as the user, the other's turns as
+the assistant's output (added whole, with their ``dia_id``), on a fresh SQLite file with the
+library's defaults (no embedder unless given). For every user turn it records the tokens the
+assembled context holds against the tokens of the whole conversation so far (every message of
+the resource, counted the same way: what a "feed everything" agent would send).
+
+Then the questions: after each session, the questions whose evidence turns are all said by then
+(and were not asked yet) are asked in the thread of that session; at the end, all of them are
+asked again in a new thread (a user coming back later). For each, the context the turn helper
+would assemble for it (:func:`memvault.context.assemble`, the same call ``memory.turn`` makes) is
+checked for the evidence turns: in the history window or among the recalled messages. Reported
+as evidence recall (the mean share of a question's evidence turns that are fed).
+
+**Assembly** (``assembly``): the time of :func:`memvault.context.assemble` (system text, working
+memory, summary lookup, recall by words, history window, budget) over a store of ``messages``
+stored messages, embedder excluded: in one resource (the worst case for recall: every message is
+a candidate) and spread over 100 resources. p50 and p95 over ``queries`` assemblies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from memvault.bench.locomo import Conversation, load, parse_conversation
+from memvault.bench.locomo import Turn as Spoken
+from memvault.bench.store import _text
+from memvault.context import Context, ContextOptions, assemble
+from memvault.memory import Memory
+from memvault.model import Message, TextPart
+from memvault.runtime.turn import TurnOptions
+from memvault.tokens import message_tokens
+
+Progress = Callable[[str], None]
+ASSEMBLY_TARGET_MS = 20.0
+
+
+def _said(turn: Spoken, when: datetime, role: Literal["user", "assistant"] = "assistant") -> Message:
+    return Message(role=role, parts=[TextPart(text=turn.text)], created_at=when,
+                   metadata={"name": turn.speaker, "dia_id": turn.dia_id})
+
+
+def _fed_dias(context: Context) -> set[str]:
+    fed = [*context.history, *(m for hit in context.recalled for m in hit.context or (hit.message,))]
+    return {d for m in fed if isinstance(d := m.metadata.get("dia_id"), str)}
+
+
+def _recall_share(evidence: Sequence[str], fed: set[str]) -> float:
+    return len(set(evidence) & fed) / len(evidence)
+
+
+async def _replay(conversation: Conversation, folder: Path, options: ContextOptions,
+                  embedder: Any, progress: Progress | None) -> dict[str, Any]:
+    memory = await Memory.open(f"sqlite:///{folder / 'replay.db'}", embedder=embedder)
+    resource = conversation.sample_id
+    user_name = conversation.speakers[0]
+    turn_options = TurnOptions(context=options, summaries=None, titles=False, debounce=0.05)
+    fed_tokens: list[int] = []
+    full_tokens: list[int] = []
+    total = 0  # tokens of every message stored so far
+    said: dict[str, int] = {}  # dia_id -> session number
+    asked: set[int] = set()
+    during: list[float] = []
+    count = memory.options.token_counter
+    try:
+        for session in conversation.sessions:
+            thread = f"session-{session.number}"
+            turns = list(session.turns)
+            i = 0
+            while i < len(turns):
+                first = turns[i]
+                j = i + 1
+                while j < len(turns) and turns[j].speaker != user_name:
+                    j += 1
+                replies = [_said(t, session.created_at) for t in turns[i + 1 : j]]
+                if first.speaker != user_name:  # the other speaker opened the session: no turn
+                    opening = [_said(first, session.created_at), *replies]
+                    await memory.save_messages(opening, thread_id=thread, resource_id=resource)
+                    total += sum(message_tokens(m, count) for m in opening)
+                else:
+                    user = _said(first, session.created_at, role="user")
+                    async with memory.turn(thread_id=thread, resource_id=resource, user_message=user,
+                                           options=turn_options) as turn:
+                        assert turn.context is not None
+                        total += message_tokens(user, count)
+                        fed_tokens.append(turn.context.tokens)
+                        full_tokens.append(total)
+                        for reply in replies:
+                            turn.add(reply)
+                            total += message_tokens(reply, count)
+                for t in turns[i:j]:
+                    said[t.dia_id] = session.number
+                i = j
+            await memory.flush()
+            for number, question in enumerate(conversation.questions):
+                if number not in asked and all(e in said for e in question.evidence):
+                    asked.add(number)
+                    context = await assemble(memory, thread_id=thread, resource_id=resource,
+                                             query=question.text, options=options)
+                    during.append(_recall_share(question.evidence, _fed_dias(context)))
+            if progress:
+                progress(f"{resource}: session {session.number} replayed")
+        later = []
+        await memory.create_thread(thread_id="later", resource_id=resource)
+        for question in conversation.questions:
+            context = await assemble(memory, thread_id="later", resource_id=resource, query=question.text,
+                                     options=options)
+            later.append(_recall_share(question.evidence, _fed_dias(context)))
+    finally:
+        await memory.close()
+    ratios = [f / t for f, t in zip(fed_tokens, full_tokens, strict=True)]
+    return {
+        "conversation": resource,
+        "sessions": len(conversation.sessions),
+        "user_turns": len(fed_tokens),
+        "history_tokens_at_end": total,
+        "fed_tokens": {"mean": round(statistics.fmean(fed_tokens), 1), "max": max(fed_tokens),
+                       "last": fed_tokens[-1]},
+        "fed_over_full": {"at_end": round(fed_tokens[-1] / full_tokens[-1], 4),
+                          "median": round(statistics.median(ratios), 4),
+                          "overall": round(sum(fed_tokens) / sum(full_tokens), 4)},
+        "evidence_fed": {
+            "when_answerable_in_current_thread": round(100 * statistics.fmean(during), 1),
+            "at_end_in_a_new_thread": round(100 * statistics.fmean(later), 1),
+            "questions": len(later),
+        },
+    }
+
+
+def replay(data: str | Path, *, conversation: int = 2, max_tokens: int = 16_000, embedder: Any = None,
+           progress: Progress | None = None) -> dict[str, Any]:
+    """Replay one LoCoMo conversation (index into the file) through the turn helper."""
+    parsed = parse_conversation(load(data)[conversation])
+    with tempfile.TemporaryDirectory(prefix="memvault-bench-turn-") as folder:
+        result = asyncio.run(_replay(parsed, Path(folder), ContextOptions(max_tokens=max_tokens), embedder,
+                                     progress))
+    return {"benchmark": "turn-replay", "max_tokens": max_tokens,
+            "embedder": str(embedder) if embedder else None, **result}
+
+
+async def _fill(memory: Memory, messages: int, resources: int, rng: random.Random) -> list[tuple[str, str]]:
+    threads_per_resource = max(1, 1000 // resources)
+    per_thread = max(2, messages // (resources * threads_per_resource))
+    names = [(f"r{r}", f"t{t}") for r in range(resources) for t in range(threads_per_resource)]
+    for resource, thread in names:
+        batch = [Message(role="user" if k % 2 == 0 else "assistant", parts=[{"type": "text",
+                         "text": _text(rng, 40, 400)}]) for k in range(per_thread)]
+        await memory.save_messages(batch, thread_id=thread, resource_id=resource)
+    return names
+
+
+async def _assembly(messages: int, resources: int, queries: int, folder: Path, seed: int,
+                    progress: Progress | None) -> dict[str, Any]:
+    rng = random.Random(seed)
+    memory = await Memory.open(f"sqlite:///{folder / f'assembly-{resources}.db'}")
+    try:
+        started = time.perf_counter()
+        names = await _fill(memory, messages, resources, rng)
+        filled = time.perf_counter() - started
+        if progress:
+            progress(f"{messages} messages stored in {resources} resource(s); assembling")
+        await memory.update_working_memory("- Name: Ada\n- Likes: green tea", resource_id=names[0][0])
+        timings = []
+        fed = []
+        for _ in range(queries):
+            resource, thread = rng.choice(names)
+            query = _text(rng, 30, 120)
+            began = time.perf_counter()
+            context = await assemble(memory, thread_id=thread, resource_id=resource, query=query)
+            timings.append(1000.0 * (time.perf_counter() - began))
+            fed.append(context.tokens)
+        timings.sort()
+        return {"resources": resources, "messages": messages, "fill_s": round(filled, 1),
+                "p50_ms": round(statistics.median(timings), 2),
+                "p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 2),
+                "mean_fed_tokens": round(statistics.fmean(fed), 1)}
+    finally:
+        await memory.close()
+
+
+def assembly(*, messages: int = 100_000, queries: int = 200, seed: int = 1,
+             progress: Progress | None = None) -> dict[str, Any]:
+    """Context-assembly time at ``messages`` stored messages, in 1 and in 100 resources."""
+    with tempfile.TemporaryDirectory(prefix="memvault-bench-assembly-") as folder:
+        layouts = [asyncio.run(_assembly(messages, resources, queries, Path(folder), seed, progress))
+                   for resources in (1, 100)]
+    worst = max(layout["p50_ms"] for layout in layouts)
+    return {"benchmark": "context-assembly", "queries": queries, "layouts": layouts,
+            "target_p50_ms": ASSEMBLY_TARGET_MS, "target_met": worst <= ASSEMBLY_TARGET_MS}
