@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
 import snowballstemmer
@@ -25,6 +26,7 @@ _CJK = (
 )
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _WORD = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # _WORD on folded ASCII text
 _STEMMER = snowballstemmer.stemmer("porter")
 
 
@@ -72,7 +74,11 @@ def fts5_query(query: str) -> str | None:
 
     Returns ``None`` when the query has no words (empty, punctuation only), which matches nothing.
     """
-    groups = query_groups(query)
+    return fts5_match(query_groups(query))
+
+
+def fts5_match(groups: Sequence[Sequence[str]]) -> str | None:
+    """The FTS5 MATCH expression of :func:`query_groups` output (``None`` for no groups)."""
     if not groups:
         return None
     phrases = dict.fromkeys('"' + " ".join(g) + '"' for g in groups)
@@ -92,6 +98,8 @@ def tokens(text: str) -> list[str]:
     """The stemmed tokens of an indexed text, in order (the in-memory store's tokenizer):
     lower-cased and without diacritics, like FTS5's ``unicode61 remove_diacritics 2``."""
     folded = fold(split_cjk(text))
+    if folded.isascii():  # the common case: no CJK run to split
+        return [stem(w) for w in _ASCII_WORD.findall(folded)]
     return [stem(w) for run in _WORD.findall(folded) for w in _split_run(run)]
 
 

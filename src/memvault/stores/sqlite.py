@@ -30,7 +30,7 @@ from memvault.errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from memvault.lexical import fts5_query, index_text
+from memvault.lexical import fts5_match, index_text, query_groups, stem
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
 from memvault.stores import sqlite_summaries as summaries
@@ -133,6 +133,8 @@ class SqliteStore:
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
     ) -> list[Message]:
         check_query(query)
+        if query.ids is not None and len(query.ids) * (2 * query.message_range + 1) <= SMALL_READ:
+            return await self._worker.read_small(_get_messages, resource_id, thread_id, query, snapshot=True)
         if query.ids is not None or query.before is not None or query.after is not None:
             return await self._read(_get_messages, resource_id, thread_id, query)
         small = min(n for n in (query.last_n, query.first_n, SMALL_READ + 1) if n is not None)
@@ -152,12 +154,12 @@ class SqliteStore:
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
     ) -> list[SearchHit]:
         check_limit(limit)
-        match = fts5_query(query)
-        if match is None:
+        groups = query_groups(query)
+        if not groups:
             return []
         if await self._worker.read_one(unindexed):
             await self.index_pending()
-        return await self._read(_search, resource_id, match, thread_id, limit)
+        return await self._read(_search, resource_id, groups, thread_id, limit)
 
     async def rebuild_search_index(self) -> int:
         self._unindexed = 0
@@ -445,9 +447,33 @@ def _delete_resource(conn: sqlite3.Connection, resource_id: str) -> Deleted:
     )
 
 
+COMMON_SHARE = 0.05
+COMMON_MIN_MESSAGES = 1_000
+
+
+def _uncommon(conn: sqlite3.Connection, groups: list[list[str]]) -> list[list[str]]:
+    """The query's groups without its very common words, when it has rarer ones.
+
+    A word held by more than ``COMMON_SHARE`` of the store's messages (and by more than
+    ``COMMON_MIN_MESSAGES``) adds little to a BM25 score and makes FTS5 score most of the store
+    (measured: 140 ms for one search over 100,000 messages of a small vocabulary). Small stores
+    are never pruned; phrases (CJK runs) are always kept."""
+    words = {stem(g[0]): g for g in groups if len(g) == 1}
+    if len(groups) < 2 or not words:
+        return groups
+    (size,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
+    bound = max(COMMON_MIN_MESSAGES, COMMON_SHARE * size)
+    marks = ", ".join("?" * len(words))
+    common = {term for term, docs in conn.execute(
+        f"SELECT term, doc FROM messages_fts_vocab WHERE term IN ({marks})", list(words)) if docs > bound}
+    kept = [g for g in groups if len(g) > 1 or stem(g[0]) not in common]
+    return kept or groups
+
+
 def _search(
-    conn: sqlite3.Connection, resource_id: str, match: str, thread_id: str | None, limit: int
+    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int
 ) -> list[SearchHit]:
+    match = fts5_match(_uncommon(conn, groups))
     columns = ", ".join(f"m.{c.strip()}" for c in _MESSAGE_COLUMNS.split(","))
     sql = (
         f"SELECT {columns}, -bm25(messages_fts) FROM messages_fts"

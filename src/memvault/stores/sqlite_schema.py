@@ -126,6 +126,10 @@ MIGRATIONS: tuple[str, ...] = (
             AND through_seq >= old.seq;
     END;
     """,
+    # 5: the full-text index's term statistics (how many messages hold each term), read by search
+    """
+    CREATE VIRTUAL TABLE messages_fts_vocab USING fts5vocab(messages_fts, row);
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -126,21 +126,28 @@ class SqliteWorker:
         finally:
             conn.execute("COMMIT")
 
-    async def read_small(self, body: Callable[..., T], *args: Any) -> T:
-        """Run ``body(conn, *args)``, a single-statement read of a bounded number of rows, right
-        on the caller's thread: a WAL read never waits for writers, and for a few rows the
-        hand-off to the worker thread would cost more than the read. If the file is busy
-        (recovery, a checkpoint), it goes to the worker instead."""
+    async def read_small(self, body: Callable[..., T], *args: Any, snapshot: bool = False) -> T:
+        """Run ``body(conn, *args)``, a read of a bounded number of rows, right on the caller's
+        thread: a WAL read never waits for writers, and for a few rows the hand-off to the
+        worker thread would cost more than the read. A ``body`` of several statements needs
+        ``snapshot=True`` (one read transaction). If the file is busy (recovery, a checkpoint),
+        it goes to the worker instead."""
         reader = self._reader
         if reader is not None and self._reader_lock.acquire(blocking=False):
             try:
-                return body(reader, *args)
+                if not snapshot:
+                    return body(reader, *args)
+                reader.execute("BEGIN")
+                try:
+                    return body(reader, *args)
+                finally:
+                    reader.execute("COMMIT")
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
                     raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
             finally:
                 self._reader_lock.release()
-        return await self.read_one(body, *args)
+        return await (self.read(body, *args) if snapshot else self.read_one(body, *args))
 
     async def write(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)`` in a write transaction (shared with the writes submitted
