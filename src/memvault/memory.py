@@ -115,7 +115,7 @@ class Memory:
         if self.semantic is not None:
             await self.semantic.flush()
 
-    def background(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+    def _in_background(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
         """Run ``work`` in the background (titles and summaries after a turn): a failure is
         logged as a warning, never raised; :meth:`flush` and :meth:`close` wait for it."""
 

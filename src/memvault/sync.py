@@ -131,10 +131,11 @@ class Memory:
         summary_model: Model | None = None,
         options: TurnOptions | None = None,
     ) -> SyncTurn:
-        """See :meth:`memvault.Memory.turn`: ``with memory.turn(...) as turn: turn.run(model)``."""
         return SyncTurn(self._portal, self.aio.turn(
             thread_id=thread_id, resource_id=resource_id, user_message=user_message, model=model,
             summary_model=summary_model, options=options))
+
+    turn.__doc__ = AsyncMemory.turn.__doc__
 
     create_thread = _twin(AsyncMemory.create_thread)
     get_thread = _twin(AsyncMemory.get_thread)

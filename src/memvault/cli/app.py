@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memvault.cli import bench, demo, reindex
+from memvault.cli import bench, chat, demo, reindex
 
 app = typer.Typer(
     name="memvault",
@@ -12,6 +12,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.command("chat")(chat.chat)
 app.command("demo")(demo.demo)
 app.command("reindex")(reindex.reindex)
 app.add_typer(bench.app, name="bench")

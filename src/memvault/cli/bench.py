@@ -238,6 +238,8 @@ def turn(
     messages: Annotated[int, typer.Option(
         min=0, help="Stored messages for the assembly timing (0: skip it).")] = 100_000,
     queries: Annotated[int, typer.Option(min=1, help="Assemblies timed per layout.")] = 200,
+    text: Annotated[str, typer.Option(
+        help="Synthetic text for the assembly timing: zipf (conversation-shaped) or dense.")] = "zipf",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """The turn helper: tokens fed per turn against the whole history and evidence in the fed
@@ -254,5 +256,6 @@ def turn(
             result["replay"] = bench_turn.replay(data, conversation=conversation, max_tokens=max_tokens,
                                                  embedder=embedder, progress=say)
         if messages:
-            result["assembly"] = bench_turn.assembly(messages=messages, queries=queries, progress=say)
+            result["assembly"] = bench_turn.assembly(messages=messages, queries=queries, text=text,
+                                                     progress=say)
     typer.echo(json.dumps(result, indent=2))

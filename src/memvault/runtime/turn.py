@@ -176,9 +176,9 @@ class Turn:
         if model is None:
             return
         if self.options.titles and self._new_thread and self._first_user_message():
-            self.memory.background(self._title(model), name="title")
+            self.memory._in_background(self._title(model), name="title")
         if self.options.summaries is not None:
-            self.memory.background(
+            self.memory._in_background(
                 summarize_if_needed(self.memory, model, thread_id=self.thread_id,
                                     resource_id=self.resource_id, options=self.options.summaries),
                 name="summary",
