@@ -20,6 +20,7 @@ whole hit (with its neighbours) or nothing. What did not fit is counted in
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from memvault.errors import ValidationError
@@ -90,7 +91,7 @@ async def assemble(
     """The context for a turn of ``thread_id`` whose user message is ``query`` (already saved,
     so it is the last message of the history)."""
     options = options or ContextOptions()
-    count = memory.options.token_counter
+    count = functools.lru_cache(maxsize=None)(memory.options.token_counter)  # texts repeat below
     summary = await memory.get_summary(thread_id=thread_id, resource_id=resource_id)
     system = options.instructions
     note = None
@@ -124,7 +125,8 @@ async def assemble(
     fed: list[RecallHit] = []
     blocks: list[str] = []
     shown = {(m.thread_id, m.id) for m in history}
-    budget = options.max_tokens - used - MESSAGE_OVERHEAD - count(RECALL_MARKER)
+    head_cost = MESSAGE_OVERHEAD + count(f"[{RECALL_MARKER}]")
+    budget = options.max_tokens - used - head_cost
     for hit in hits:
         context = [m for m in hit.context or (hit.message,) if (m.thread_id, m.id) not in shown]
         block = _block(hit, context)
@@ -139,7 +141,7 @@ async def assemble(
     if blocks:
         text = f"[{RECALL_MARKER}]\n" + "\n\n".join(blocks)
         recall_messages.append({"role": "system", "content": text})
-        used += count(text) + MESSAGE_OVERHEAD
+        used += head_cost + sum(count(block) for block in blocks)  # the blocks' counts, cached
     return Context(
         messages=[*head, *recall_messages, *to_openai(history)],
         system=system,

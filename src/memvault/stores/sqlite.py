@@ -37,7 +37,13 @@ from memvault.stores import sqlite_summaries as summaries
 from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
-from memvault.stores.sqlite_schema import index_pending, migrate, rebuild_search_index, unindexed
+from memvault.stores.sqlite_schema import (
+    index_pending,
+    migrate,
+    rebuild_search_index,
+    scope_token,
+    unindexed,
+)
 from memvault.stores.sqlite_worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
@@ -473,10 +479,11 @@ def _uncommon(conn: sqlite3.Connection, groups: list[list[str]]) -> list[list[st
 def _search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int
 ) -> list[SearchHit]:
-    match = fts5_match(_uncommon(conn, groups))
+    words = fts5_match(_uncommon(conn, groups))
+    match = f'scope : "{scope_token(resource_id)}" AND ({words})'
     columns = ", ".join(f"m.{c.strip()}" for c in _MESSAGE_COLUMNS.split(","))
     sql = (
-        f"SELECT {columns}, -bm25(messages_fts) FROM messages_fts"
+        f"SELECT {columns}, -bm25(messages_fts, 1.0, 0.0) FROM messages_fts"
         " JOIN messages AS m ON m.rowid = messages_fts.rowid"
         " WHERE messages_fts MATCH ? AND m.resource_id = ?"
     )
@@ -484,7 +491,7 @@ def _search(
     if thread_id is not None:
         sql += " AND m.thread_id = ?"
         args.append(thread_id)
-    sql += " ORDER BY bm25(messages_fts), m.created_us LIMIT ?"
+    sql += " ORDER BY bm25(messages_fts, 1.0, 0.0), m.created_us LIMIT ?"
     found = conn.execute(sql, (*args, limit)).fetchall()
     return [SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))
             for r in found]

@@ -22,6 +22,17 @@ import sqlite3
 
 from memvault.errors import SchemaVersionError
 
+SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
+"""The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
+
+
+def scope_token(resource_id: str) -> str:
+    """:data:`SCOPE_SQL` in Python: ``s``, the id's UTF-8 bytes in hex, ``0`` (the trailing
+    digit keeps the porter stemmer off it; a collision could only cost speed, never
+    isolation: searches also filter on ``resource_id``)."""
+    return "s" + resource_id.encode("utf-8").hex() + "0"
+
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: threads and messages, with full-text search
     """
@@ -126,8 +137,33 @@ MIGRATIONS: tuple[str, ...] = (
             AND through_seq >= old.seq;
     END;
     """,
-    # 5: the full-text index's term statistics (how many messages hold each term), read by search
-    """
+    # 5: the full-text index gets a second column, each message's resource as one token
+    # (SCOPE_SQL), so that a search intersects with its resource's rows instead of matching the
+    # whole store and filtering; and the index's term statistics (fts5vocab), read by search.
+    # The index is rebuilt lazily from the messages (indexed_upto = 0).
+    f"""
+    DROP TRIGGER messages_fts_delete;
+    DROP TRIGGER messages_fts_update;
+    DROP TABLE messages_fts;
+    CREATE VIEW messages_fts_source AS
+        SELECT rowid AS row_id, body, {SCOPE_SQL.format(row="messages")} AS scope FROM messages;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        body, scope, content='messages_fts_source', content_rowid='row_id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    UPDATE messages_fts_progress SET indexed_upto = 0;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, old.body, {SCOPE_SQL.format(row="old")});
+    END;
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, old.body, {SCOPE_SQL.format(row="old")});
+        INSERT INTO messages_fts (rowid, body, scope)
+        VALUES (new.rowid, new.body, {SCOPE_SQL.format(row="new")});
+    END;
     CREATE VIRTUAL TABLE messages_fts_vocab USING fts5vocab(messages_fts, row);
     """,
 )
@@ -180,8 +216,9 @@ def index_pending(conn: sqlite3.Connection) -> int:
     if last is None or last <= upto:
         return 0
     count = conn.execute(
-        "INSERT INTO messages_fts (rowid, body) SELECT rowid, body FROM messages WHERE rowid > ?"
-        " ORDER BY rowid",
+        "INSERT INTO messages_fts (rowid, body, scope)"
+        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        " WHERE rowid > ? ORDER BY rowid",
         (upto,),
     ).rowcount
     conn.execute("UPDATE messages_fts_progress SET indexed_upto = ?", (last,))
@@ -191,9 +228,9 @@ def index_pending(conn: sqlite3.Connection) -> int:
 def rebuild_search_index(conn: sqlite3.Connection) -> int:
     """Rebuild the whole full-text index from the messages, inside the caller's write
     transaction; returns how many messages it covers."""
-    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-    (last,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
-    conn.execute("UPDATE messages_fts_progress SET indexed_upto = ?", (last,))
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+    conn.execute("UPDATE messages_fts_progress SET indexed_upto = 0")
+    index_pending(conn)
     (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()
     return int(count)
 
