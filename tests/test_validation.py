@@ -380,7 +380,7 @@ def listing(folder: Path) -> list[str]:
     [
         "nosuch://x",
         "http://example.com/db",
-        "postgres://localhost/db",
+        "postgresql://localhost/db?max_size=0",
         "sqlite:///x.db?bogus=1",
         "sqlite:///x.db?durability=1&bogus=1",
         "sqlite:///x.db?durability=fast",

@@ -3,6 +3,8 @@
 - ``memory://``: the in-memory reference store (nothing survives the process);
 - ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (SQLAlchemy's convention),
   with options as query parameters: ``?durability=full&busy_timeout=30``;
+- ``postgresql://user@host:5432/dbname`` (or ``postgres://``), with ``?schema=name`` and pool
+  options (:mod:`memvault.stores.postgres`; needs ``pip install 'memvault[postgres]'``);
 - no URL: ``$MEMVAULT_DB`` when set, else ``memvault.db`` in the user's data folder
   (:func:`default_url`), never a path relative to the working directory.
 """
@@ -17,7 +19,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import platformdirs
 
-from memvault.errors import ConfigurationError
+from memvault.errors import ConfigurationError, MissingExtraError
 from memvault.stores.base import Store
 from memvault.stores.memory import InMemoryStore
 
@@ -45,8 +47,18 @@ async def open_store(url: str | None = None) -> Store:
         path, durability, timeout = sqlite_options(url)
         return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)
     if scheme in ("postgres", "postgresql"):
-        raise ConfigurationError("the PostgreSQL store is not available yet in this version")
-    raise ConfigurationError(f"unknown store URL {url!r}: use memory:// or sqlite:///path/to/file.db")
+        try:
+            from memvault.stores.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".")[0]
+            package = {"psycopg": "psycopg", "psycopg_pool": "psycopg-pool"}.get(missing)
+            if package is None:
+                raise
+            raise MissingExtraError("the PostgreSQL store", "postgres", package) from exc
+        return await PostgresStore.open(url)
+    raise ConfigurationError(
+        f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or postgresql://..."
+    )
 
 
 def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:

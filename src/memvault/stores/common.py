@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import MAX_ID_LENGTH
-from memvault.stores.base import MessageQuery
+from memvault.model import MAX_ID_LENGTH, Thread, now
+from memvault.stores.base import MessageQuery, _Unset
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
@@ -71,3 +72,15 @@ def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int]) -> str:
         f"{wanted[0]!r} ({wanted[1]} dimensions): run `memvault reindex` (or "
         "Memory.reindex()) to embed the messages again with the new model"
     )
+
+
+def changed_thread(thread: Thread, title: Any, metadata: Any) -> Thread:
+    """``thread`` with the given title and/or metadata (``UNSET`` keeps it) and ``updated_at``
+    now, validated: what ``update_thread`` writes."""
+    changes: dict[str, Any] = {"updated_at": now()}
+    if not isinstance(title, _Unset):
+        changes["title"] = title
+    if not isinstance(metadata, _Unset):
+        changes["metadata"] = metadata
+    return Thread.parse({**thread.model_dump(), **changes})
+

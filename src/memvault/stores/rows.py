@@ -20,6 +20,7 @@ from memvault.model import (
     Part,
     ReasoningPart,
     State,
+    Summary,
     TextPart,
     Thread,
     ToolCallPart,
@@ -102,4 +103,15 @@ def state(row: Any) -> State:
         status=status,
         version=version,
         updated_at=from_micros(updated_us),
+    )
+
+
+def summary(row: Any) -> Summary:
+    """A row of ``resource_id, thread_id, text, through_seq, through_message_id, version,
+    updated_us``."""
+    resource_id, thread_id, text, through_seq, through_message_id, version, updated_us = row
+    return Summary.model_construct(
+        resource_id=resource_id, thread_id=thread_id, text=text, through_seq=int(through_seq),
+        through_message_id=through_message_id, version=int(version),
+        updated_at=from_micros(int(updated_us)),
     )

@@ -1,0 +1,253 @@
+"""The PostgreSQL store: many processes, one server (``pip install 'memvault[postgres]'``).
+
+Open it with a URL (``open_store`` / ``Memory.open``)::
+
+    postgresql://user:password@host:5432/dbname
+    postgresql://postgres@127.0.0.1/memvault?schema=agents&max_size=20
+
+- ``schema`` (default ``public``): the PostgreSQL schema holding memvault's tables, created
+  when missing; each pooled connection's ``search_path`` is set to it, so several memvault
+  stores can share one database.
+- ``min_size`` / ``max_size`` (default 1 / 10): the connection pool's bounds.
+- ``connect_timeout`` (default 10 s) and any other libpq parameter (``sslmode``, ...) go to the
+  driver unchanged. ``postgres://`` works too.
+
+Opening applies the schema's missing migrations under an advisory lock
+(:mod:`~.postgres_schema`), so any number of processes may open a new schema at once. Every
+write is one transaction; a deadlock or serialization failure is retried, and a server that
+cannot be reached raises :class:`~memvault.errors.StoreError` naming it (:mod:`~.postgres_db`).
+Semantics are those of :class:`~memvault.stores.base.Store`; how each capability keeps them
+with concurrent writers is in the modules of its transaction bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+
+from memvault.errors import ConfigurationError, StoreError
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.stores import postgres_messages as _messages
+from memvault.stores import postgres_records as _records
+from memvault.stores import postgres_search as _search
+from memvault.stores import postgres_summaries as _summaries
+from memvault.stores import postgres_threads as _threads
+from memvault.stores import postgres_vectors as _vectors
+from memvault.stores import rows
+from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.common import check_limit, check_query, decode_cursor
+from memvault.stores.postgres_db import Database, reason, set_search_path
+from memvault.stores.postgres_schema import migrate
+
+_OPTIONS = ("schema", "min_size", "max_size")
+DEFAULT_CONNECT_TIMEOUT = 10
+
+
+class PostgresStore:
+    """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self.schema = database.schema
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresStore:
+        """Connect, create the schema if missing, migrate it, and open the connection pool."""
+        conninfo, schema, min_size, max_size, where = postgres_options(url)
+        try:
+            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"could not connect to PostgreSQL at {where}: {reason(exc)}") from exc
+        try:
+            async with conn:
+                await set_search_path(conn, schema)
+                await migrate(conn, schema)
+        except psycopg.Error as exc:
+            raise StoreError(f"could not prepare the schema {schema!r} at {where}: {reason(exc)}") from exc
+        database = Database(conninfo, schema, where=where, min_size=min_size, max_size=max_size)
+        await database.open(wait_seconds=DEFAULT_CONNECT_TIMEOUT * 3)
+        return cls(database)
+
+    async def close(self) -> None:
+        """Close the pool's connections; closing twice is harmless."""
+        await self._db.close()
+
+    # threads
+
+    async def create_thread(self, thread: Thread, *, exist_ok: bool = False) -> Thread:
+        return await self._db.write(_threads.create_thread, thread, exist_ok)
+
+    async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
+        return await self._db.read(_threads.get_thread, resource_id, thread_id)
+
+    async def list_threads(
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> ThreadPage:
+        check_limit(limit)
+        after = decode_cursor(cursor) if cursor is not None else None
+        return await self._db.read(_threads.list_threads, resource_id, limit, after)
+
+    async def update_thread(
+        self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
+    ) -> Thread:
+        return await self._db.write(_threads.update_thread, resource_id, thread_id, title, metadata)
+
+    async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
+        return await self._db.write(_threads.delete_thread, resource_id, thread_id)
+
+    # messages
+
+    async def save_messages(
+        self, resource_id: str, thread_id: str, messages: Sequence[Message]
+    ) -> list[Message]:
+        if not messages:
+            return []
+        prepared = [(m, m.parts_json(), rows.dumps(m.metadata), _search.document(m)) for m in messages]
+        seqs = await self._db.write(_messages.save_messages, resource_id, thread_id, prepared)
+        return [
+            m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
+            for m, seq in zip(messages, seqs, strict=True)
+        ]
+
+    async def get_messages(
+        self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
+    ) -> list[Message]:
+        check_query(query)
+        return await self._db.read(_messages.get_messages, resource_id, thread_id, query)
+
+    async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
+        unique = list(dict.fromkeys(ids))
+        return await self._db.write(_messages.delete_messages, resource_id, thread_id, unique)
+
+    async def clear_thread(self, resource_id: str, thread_id: str) -> int:
+        return await self._db.write(_messages.clear_thread, resource_id, thread_id)
+
+    async def delete_resource(self, resource_id: str) -> Deleted:
+        return await self._db.write(_threads.delete_resource, resource_id)
+
+    # search
+
+    async def search_messages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        match = _search.tsquery(query)
+        if match is None:
+            return []
+        return await self._db.read(_search.search, resource_id, match, thread_id, limit)
+
+    async def rebuild_search_index(self) -> int:
+        return await self._db.read(_search.rebuild)
+
+    # working memory
+
+    async def get_working_memory(self, resource_id: str, key: str) -> str | None:
+        return await self._db.read(_records.get_working_memory, resource_id, key)
+
+    async def update_working_memory(
+        self, resource_id: str, key: str, update: WorkingMemoryUpdate
+    ) -> str | None:
+        return await self._db.write(_records.update_working_memory, resource_id, key, update)
+
+    # states
+
+    async def get_state(self, resource_id: str, key: str) -> State | None:
+        return await self._db.read(_records.get_state, resource_id, key)
+
+    async def set_state(
+        self,
+        resource_id: str,
+        key: str,
+        value: Any,
+        *,
+        status: str | None = None,
+        expected_version: int | _Unset | None = UNSET,
+    ) -> State | None:
+        state = State(resource_id=resource_id, key=key, value=value, status=status)
+        return await self._db.write(_records.set_state, state, expected_version)
+
+    async def list_states(
+        self, resource_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[State]:
+        check_limit(limit)
+        return await self._db.read(_records.list_states, resource_id, status, limit)
+
+    async def delete_state(self, resource_id: str, key: str) -> bool:
+        return await self._db.write(_records.delete_state, resource_id, key)
+
+    # summaries
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        return await self._db.read(_summaries.get_summary, resource_id, thread_id)
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        return await self._db.write(_summaries.save_summary, summary, expected_version)
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        return await self._db.write(_summaries.delete_summary, resource_id, thread_id)
+
+    # embeddings
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        return await self._db.read(_vectors.embedding_model)
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        return await self._db.write(_vectors.save_embeddings, model, dimensions, list(rows))
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        return await self._db.read(_vectors.load_embeddings, after, limit)
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        return await self._db.read(_vectors.unembedded_messages, after, limit)
+
+    async def clear_embeddings(self) -> int:
+        return await self._db.write(_vectors.clear_embeddings)
+
+
+def postgres_options(url: str) -> tuple[str, str, int, int, str]:
+    """``(conninfo, schema, min_size, max_size, where)`` for a ``postgresql:`` URL: the URL
+    without memvault's own parameters (with a default ``connect_timeout``), and a description
+    of the server without credentials, for messages."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {k: v for k, v in params if k in _OPTIONS}
+    theirs = [(k, v) for k, v in params if k not in _OPTIONS]
+    if not any(k == "connect_timeout" for k, _ in theirs):
+        theirs.append(("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT)))
+    schema = ours.get("schema", "public")
+    if not schema or len(schema.encode()) > 63 or "\x00" in schema:
+        raise ConfigurationError(f"schema must be a PostgreSQL name of 1 to 63 bytes in {_redact(url)!r}")
+    sizes = []
+    for name, default in (("min_size", 1), ("max_size", 10)):
+        raw = ours.get(name, str(default))
+        if not raw.isdigit() or int(raw) < (0 if name == "min_size" else 1):
+            raise ConfigurationError(f"{name} must be a whole number in {_redact(url)!r}")
+        sizes.append(int(raw))
+    if sizes[0] > sizes[1]:
+        raise ConfigurationError(f"min_size must not exceed max_size in {_redact(url)!r}")
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(theirs), parts.fragment))
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        raise ConfigurationError(f"invalid port in {_redact(url)!r}") from None
+    host = parts.hostname or "the local socket"
+    where = f"{host}:{port}/{unquote(parts.path.lstrip('/')) or '(default database)'}"
+    return conninfo, schema, sizes[0], sizes[1], where
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+

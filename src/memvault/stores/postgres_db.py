@@ -1,0 +1,101 @@
+"""Running the PostgreSQL store's transactions on a psycopg connection pool.
+
+Pool connections are in autocommit mode with ``search_path`` set to the store's schema. A
+*write* runs its body in one transaction; a *read* runs its statements as they come (each sees
+the latest committed data). A transaction that meets a deadlock or a serialization failure is
+rolled back and run again from the start (a few times), so those never reach the caller; a
+lost or refused connection raises :class:`~memvault.errors.StoreError` with the server's reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
+
+import psycopg
+from psycopg import AsyncConnection, errors, sql
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memvault.errors import MemvaultError, StoreError
+
+Conn: TypeAlias = AsyncConnection[TupleRow]
+P = ParamSpec("P")
+T = TypeVar("T")
+RETRIES = 8
+"""Times a transaction is run again after a deadlock or serialization failure."""
+
+
+class Database:
+    """A pool of connections to one schema. ``where`` names the server for error messages."""
+
+    def __init__(
+        self, conninfo: str, schema: str, *, where: str, min_size: int = 1, max_size: int = 10,
+        timeout: float = 30.0,
+    ) -> None:
+        self.schema = schema
+        self.where = where
+        self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            conninfo, kwargs={"autocommit": True}, min_size=min_size, max_size=max_size,
+            timeout=timeout, configure=self._configure, open=False, name=f"memvault:{schema}",
+        )
+
+    async def _configure(self, conn: Conn) -> None:
+        await set_search_path(conn, self.schema)
+
+    async def open(self, wait_seconds: float) -> None:
+        """Open the pool, waiting until its ``min_size`` connections are made."""
+        try:
+            await self.pool.open(wait=True, timeout=wait_seconds)
+        except PoolTimeout as exc:
+            await self.pool.close()  # else its workers would go on trying to connect
+            raise StoreError(
+                f"could not open connections to PostgreSQL at {self.where}: {reason(exc)}"
+            ) from exc
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def read(self, body: Callable[Concatenate[Conn, P], Awaitable[T]], *args: P.args,
+                   **kwargs: P.kwargs) -> T:
+        """Run ``body(conn, ...)`` on a pooled connection, outside an explicit transaction."""
+        try:
+            async with self.pool.connection() as conn:
+                return await body(conn, *args, **kwargs)
+        except MemvaultError:
+            raise
+        except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
+            raise self.failure(exc) from exc
+
+    async def write(self, body: Callable[Concatenate[Conn, P], Awaitable[T]], *args: P.args,
+                    **kwargs: P.kwargs) -> T:
+        """Run ``body(conn, ...)`` in one transaction, again from the start after a deadlock
+        or a serialization failure; an exception from ``body`` rolls it back."""
+        for attempt in range(RETRIES + 1):
+            try:
+                async with self.pool.connection() as conn, conn.transaction():
+                    return await body(conn, *args, **kwargs)
+            except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+                if attempt == RETRIES:
+                    raise self.failure(exc) from exc
+                await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))
+            except MemvaultError:
+                raise
+            except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
+                raise self.failure(exc) from exc
+        raise AssertionError("unreachable")
+
+    def failure(self, exc: Exception) -> StoreError:
+        return StoreError(f"PostgreSQL at {self.where} failed: {reason(exc)}")
+
+
+def reason(exc: Exception) -> str:
+    """An exception's message on one line (libpq's span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+async def set_search_path(conn: Conn, schema: str) -> None:
+    """Make ``schema`` the connection's only schema (``pg_catalog`` is always searched)."""
+    await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))

@@ -1,0 +1,106 @@
+"""Transaction bodies of the PostgreSQL store's working memory and states.
+
+- A working-memory update locks the row (``SELECT ... FOR UPDATE``) and applies the update
+  function in Python before writing, all in one transaction: no writer in any process runs
+  between the read and the write. When there is no row to lock yet and another writer creates
+  it first, the insert finds it, and the update function runs again on that content.
+- A state write is one statement: the version check (compare-and-set) and the increment happen
+  in the row's upsert or update, so concurrent writers have exactly one winner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memvault.model import State, now
+from memvault.stores import rows
+from memvault.stores.base import WorkingMemoryUpdate, _Unset
+from memvault.stores.common import to_micros
+from memvault.stores.postgres_db import Conn
+
+_KEY = "resource_id = %s AND key = %s"
+
+
+async def get_working_memory(conn: Conn, resource_id: str, key: str, *, lock: bool = False) -> str | None:
+    cursor = await conn.execute(
+        f"SELECT content FROM working_memory WHERE {_KEY}" + (" FOR UPDATE" if lock else ""),
+        (resource_id, key),
+    )
+    row = await cursor.fetchone()
+    return str(row[0]) if row else None
+
+
+async def update_working_memory(
+    conn: Conn, resource_id: str, key: str, update: WorkingMemoryUpdate
+) -> str | None:
+    while True:
+        current = await get_working_memory(conn, resource_id, key, lock=True)
+        content = update(current)
+        if current is not None:
+            if content is None:
+                await conn.execute(f"DELETE FROM working_memory WHERE {_KEY}", (resource_id, key))
+            else:
+                await conn.execute(
+                    f"UPDATE working_memory SET content = %s, updated_us = %s WHERE {_KEY}",
+                    (content, to_micros(now()), resource_id, key),
+                )
+            return content
+        if content is None:
+            return None
+        cursor = await conn.execute(
+            "INSERT INTO working_memory (resource_id, key, content, updated_us) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT DO NOTHING",
+            (resource_id, key, content, to_micros(now())),
+        )
+        if cursor.rowcount:
+            return content
+        # another writer created it since our read: lock it and apply the update to its content
+
+
+_STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+
+
+async def get_state(conn: Conn, resource_id: str, key: str) -> State | None:
+    cursor = await conn.execute(f"SELECT {_STATE_COLUMNS} FROM states WHERE {_KEY}", (resource_id, key))
+    row = await cursor.fetchone()
+    return rows.state(row) if row else None
+
+
+async def set_state(conn: Conn, state: State, expected_version: int | _Unset | None) -> State | None:
+    """Write ``state`` with the next version; with ``expected_version``, only if the current
+    version is that (``None``: no state yet), else nothing and ``None``."""
+    values = (state.resource_id, state.key, rows.dumps(state.value), state.status,
+              to_micros(state.updated_at))
+    insert = f"INSERT INTO states ({_STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s)"
+    if isinstance(expected_version, _Unset):
+        cursor = await conn.execute(
+            f"{insert} ON CONFLICT (resource_id, key) DO UPDATE SET value = excluded.value,"
+            " status = excluded.status, version = states.version + 1, updated_us = excluded.updated_us"
+            " RETURNING version",
+            values,
+        )
+    elif expected_version is None:
+        cursor = await conn.execute(f"{insert} ON CONFLICT DO NOTHING RETURNING version", values)
+    else:
+        cursor = await conn.execute(
+            f"UPDATE states SET value = %s, status = %s, version = version + 1, updated_us = %s"
+            f" WHERE {_KEY} AND version = %s RETURNING version",
+            (*values[2:], *values[:2], expected_version),
+        )
+    row = await cursor.fetchone()
+    return None if row is None else state.model_copy(update={"version": int(row[0])})
+
+
+async def list_states(conn: Conn, resource_id: str, status: str | None, limit: int) -> list[State]:
+    query = f"SELECT {_STATE_COLUMNS} FROM states WHERE resource_id = %s"
+    args: list[Any] = [resource_id]
+    if status is not None:
+        query += " AND status = %s"
+        args.append(status)
+    cursor = await conn.execute(f"{query} ORDER BY updated_us DESC, key DESC LIMIT %s", (*args, limit))
+    return [rows.state(r) for r in await cursor.fetchall()]
+
+
+async def delete_state(conn: Conn, resource_id: str, key: str) -> bool:
+    cursor = await conn.execute(f"DELETE FROM states WHERE {_KEY}", (resource_id, key))
+    return cursor.rowcount > 0

@@ -1,0 +1,126 @@
+"""Full-text search in PostgreSQL, matching like every other store (:mod:`memvault.lexical`).
+
+Words are made in Python, by the same code the reference store uses, so that folding, CJK
+splitting and Porter stemming agree everywhere: a message's ``search`` column is
+``to_tsvector('simple', document(message))``, where :func:`document` is the message's indexed
+text (:func:`memvault.lexical.index_text`) as space-separated stemmed tokens, and a query is
+:func:`tsquery`: one phrase per query group (``'中' <-> '文'``), joined by ``|``. The ``simple``
+configuration only lower-cases, so it keeps these tokens as they are and has no stop words.
+
+Any user string is safe: the query text reaches PostgreSQL only as stemmed word tokens, each
+quoted as a tsquery lexeme, in a bound parameter. Ranking is ``ts_rank_cd`` (cover density,
+divided by 1 + log of the message's length): it depends on the message and the query only, so
+one resource's scores never depend on another resource's messages.
+
+Limit: a ``tsvector`` holds at most 1 MiB, so only about the first 900 kB of a message's
+distinct words are indexed (:data:`MAX_VECTOR_BYTES`; a 10 MB message still saves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from memvault.lexical import index_text, query_groups, stem, tokens
+from memvault.model import Message, SearchHit
+from memvault.stores import rows
+from memvault.stores.postgres_db import Conn
+
+COLUMNS = "m.id, m.thread_id, m.resource_id, m.seq, m.role, m.parts, m.metadata, m.created_us"
+"""The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
+REBUILD_BATCH = 500
+MAX_LEXEME_BYTES = 2047
+"""PostgreSQL does not index longer words."""
+MAX_VECTOR_BYTES = 900_000
+"""A ``tsvector`` holds at most 1 MiB: a message's document stops at about this size (counted
+generously), so that saving a huge message never fails; only its words past it go unsearchable."""
+
+
+def document(message: Message) -> str:
+    """The text ``to_tsvector('simple', ...)`` indexes for a message: its stemmed tokens, up to
+    :data:`MAX_VECTOR_BYTES` of ``tsvector`` (words past that are not searchable)."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    size = 0
+    for chunk in _chunks(index_text(message)):
+        for token in tokens(chunk):
+            length = len(token.encode())
+            if length > MAX_LEXEME_BYTES:
+                continue  # PostgreSQL skips it, as we do
+            size += 2 if token in seen else length + 10  # a position; or an entry, count and position
+            if size > MAX_VECTOR_BYTES:
+                return " ".join(kept)
+            seen.add(token)
+            kept.append(token)
+    return " ".join(kept)
+
+
+def _chunks(text: str, size: int = 65_536) -> Iterator[str]:
+    """``text`` in pieces cut between words (indexed text has its CJK characters spaced out),
+    so that a huge message is only tokenized as far as it is indexed."""
+    start = 0
+    while start < len(text):
+        stop = start + size
+        if stop < len(text):
+            cut = max(text.rfind(c, start, stop) for c in " \n\t")
+            while cut <= start and stop < len(text) and text[stop].isalnum():
+                stop += 1  # no white space: go on to the end of the word
+            stop = cut if cut > start else stop
+        yield text[start:stop]
+        start = stop
+
+
+def tsquery(query: str) -> str | None:
+    """A ``to_tsquery('simple', ...)`` expression for any user string: one quoted phrase per
+    query group, joined by ``|``; ``None`` when the query has no words (it matches nothing)."""
+    phrases = dict.fromkeys(
+        " <-> ".join(_lexeme(stem(word)) for word in group) for group in query_groups(query)
+    )
+    return " | ".join(phrases) or None
+
+
+def _lexeme(word: str) -> str:
+    # Tokens are letters and digits; escaping anyway keeps any string a plain lexeme.
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+async def search(
+    conn: Conn, resource_id: str, query: str, thread_id: str | None, limit: int
+) -> list[SearchHit]:
+    """The resource's (or the thread's) messages matching ``query`` (a :func:`tsquery`), best
+    first; ties go to the older message."""
+    where = "m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s)"
+    if thread_id is not None:
+        where += " AND m.thread_id = %(thread)s"
+    cursor = await conn.execute(
+        f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
+        f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
+        {"resource": resource_id, "query": query, "thread": thread_id, "limit": limit},
+    )
+    return [
+        SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))
+        for r in await cursor.fetchall()
+    ]
+
+
+async def rebuild(conn: Conn) -> int:
+    """Recompute every message's ``search`` column from its parts, a batch per transaction
+    (``conn`` in autocommit mode); returns how many messages it covered."""
+    done, after = 0, 0
+    while True:
+        async with conn.transaction():
+            cursor = await conn.execute(
+                f"SELECT m.pk, {COLUMNS} FROM messages AS m WHERE m.pk > %s ORDER BY m.pk LIMIT %s"
+                " FOR NO KEY UPDATE",
+                (after, REBUILD_BATCH),
+            )
+            found: list[Any] = await cursor.fetchall()
+            if not found:
+                return done
+            await conn.execute(
+                "UPDATE messages AS m SET search = to_tsvector('simple', u.document)"
+                " FROM unnest(%s::bigint[], %s::text[]) AS u(pk, document) WHERE m.pk = u.pk",
+                ([r[0] for r in found], [document(rows.message(r[1:])) for r in found]),
+            )
+        done += len(found)
+        after = found[-1][0]

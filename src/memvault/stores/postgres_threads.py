@@ -1,0 +1,116 @@
+"""Transaction bodies of the PostgreSQL store's threads, and of deleting a whole resource.
+
+Lock order: whatever changes a thread's messages, or needs them to stay, first locks the
+thread's row (saving does it by upserting it), so writers of one thread queue on that row
+instead of deadlocking on message rows; deleting a resource locks its threads in id order.
+Working-memory rows come after thread rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memvault.errors import ThreadExistsError, ThreadNotFoundError
+from memvault.model import Thread, ThreadPage
+from memvault.stores import rows
+from memvault.stores.base import Deleted
+from memvault.stores.common import changed_thread, encode_cursor, to_micros
+from memvault.stores.postgres_db import Conn
+
+COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
+
+
+async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
+    """Lock the thread's row until the transaction ends; ``False`` if there is no such thread."""
+    cursor = await conn.execute(
+        "SELECT 1 FROM threads WHERE resource_id = %s AND id = %s FOR NO KEY UPDATE",
+        (resource_id, thread_id),
+    )
+    return await cursor.fetchone() is not None
+
+
+async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
+    cursor = await conn.execute(
+        f"INSERT INTO threads ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
+         to_micros(thread.created_at), to_micros(thread.updated_at)),
+    )
+    if not cursor.rowcount and not exist_ok:
+        raise ThreadExistsError(thread.id)
+    found = await get_thread(conn, thread.resource_id, thread.id)
+    assert found is not None
+    return found
+
+
+async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool = False) -> Thread | None:
+    cursor = await conn.execute(
+        f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s AND id = %s"
+        + (" FOR NO KEY UPDATE" if lock else ""),
+        (resource_id, thread_id),
+    )
+    row = await cursor.fetchone()
+    return rows.thread(row) if row else None
+
+
+async def list_threads(
+    conn: Conn, resource_id: str, limit: int, after: tuple[int, str] | None
+) -> ThreadPage:
+    query = f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s"
+    args: list[Any] = [resource_id]
+    if after is not None:
+        query += " AND (updated_us, id) < (%s, %s)"
+        args += list(after)
+    cursor = await conn.execute(
+        f"{query} ORDER BY updated_us DESC, id DESC LIMIT %s", (*args, limit + 1)
+    )
+    found = await cursor.fetchall()
+    threads = [rows.thread(r) for r in found[:limit]]
+    next_cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
+    return ThreadPage(threads=threads, next_cursor=next_cursor)
+
+
+async def update_thread(conn: Conn, resource_id: str, thread_id: str, title: Any, metadata: Any) -> Thread:
+    thread = await get_thread(conn, resource_id, thread_id, lock=True)
+    if thread is None:
+        raise ThreadNotFoundError(thread_id)
+    thread = changed_thread(thread, title, metadata)
+    await conn.execute(
+        "UPDATE threads SET title = %s, metadata = %s, updated_us = %s WHERE resource_id = %s AND id = %s",
+        (thread.title, rows.dumps(thread.metadata), to_micros(thread.updated_at), resource_id, thread_id),
+    )
+    return thread
+
+
+async def delete_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
+    """Messages, their vectors and the summary go with the thread (``ON DELETE CASCADE``)."""
+    cursor = await conn.execute(
+        "DELETE FROM threads WHERE resource_id = %s AND id = %s", (resource_id, thread_id)
+    )
+    await conn.execute(
+        "DELETE FROM working_memory WHERE resource_id = %s AND key = %s",
+        (resource_id, f"thread:{thread_id}"),
+    )
+    return cursor.rowcount > 0
+
+
+async def delete_resource(conn: Conn, resource_id: str) -> Deleted:
+    """Lock the resource's threads (in id order, for deletion), then delete them with their
+    messages, and the resource's working memories and states. A thread that a concurrent save
+    creates after the lock is that save's, made after this deletion, and stays."""
+    cursor = await conn.execute(
+        "SELECT id FROM threads WHERE resource_id = %s ORDER BY id FOR UPDATE", (resource_id,)
+    )
+    locked = [row[0] for row in await cursor.fetchall()]
+
+    async def delete(query: str, *args: Any) -> int:
+        cursor = await conn.execute(query, (resource_id, *args))
+        return cursor.rowcount
+
+    return Deleted(
+        messages=await delete(
+            "DELETE FROM messages WHERE resource_id = %s AND thread_id = ANY(%s::text[])", locked
+        ),
+        threads=await delete("DELETE FROM threads WHERE resource_id = %s AND id = ANY(%s::text[])", locked),
+        working_memories=await delete("DELETE FROM working_memory WHERE resource_id = %s"),
+        states=await delete("DELETE FROM states WHERE resource_id = %s"),
+    )

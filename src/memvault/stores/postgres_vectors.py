@@ -1,0 +1,77 @@
+"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.base.EmbeddingStore`
+capability: message vectors as float32 ``bytea`` keyed by the message's ``pk`` (the cursor: an
+identity column, so it grows with each message first stored and is never reused). A vector
+goes with its message (``ON DELETE CASCADE``) and when its parts change (a trigger)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memvault.errors import ConfigurationError
+from memvault.model import Message
+from memvault.stores import rows
+from memvault.stores.common import embedding_mismatch
+from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres_search import COLUMNS
+
+
+async def embedding_model(conn: Conn) -> tuple[str, int] | None:
+    cursor = await conn.execute("SELECT model, dimensions FROM embedding_model")
+    row = await cursor.fetchone()
+    return (str(row[0]), int(row[1])) if row else None
+
+
+async def save_embeddings(
+    conn: Conn, model: str, dimensions: int, items: Sequence[tuple[str, str, str, bytes]]
+) -> int:
+    """Record ``model`` on first use (one row, whoever comes first), refuse another model's
+    vectors, and upsert the vectors of the messages that exist; returns how many rows were
+    stored (a message given twice keeps the later vector and counts twice)."""
+    await conn.execute(
+        "INSERT INTO embedding_model (model, dimensions) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (model, dimensions),
+    )
+    recorded = await embedding_model(conn)
+    if recorded != (model, dimensions):
+        assert recorded is not None
+        raise ConfigurationError(embedding_mismatch(recorded, (model, dimensions)))
+    latest = {item[:3]: item[3] for item in items}
+    keys = list(latest)
+    cursor = await conn.execute(
+        "WITH found AS (SELECT m.pk, m.resource_id, m.thread_id, m.id, u.vector"
+        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[])"
+        " AS u(resource_id, thread_id, id, vector)"
+        " JOIN messages AS m ON m.resource_id = u.resource_id AND m.thread_id = u.thread_id AND m.id = u.id"
+        " FOR KEY SHARE OF m),"  # a message deleted meanwhile is skipped, not a foreign key error
+        " stored AS (INSERT INTO message_vectors (message_pk, vector) SELECT pk, vector FROM found"
+        " ON CONFLICT (message_pk) DO UPDATE SET vector = excluded.vector)"
+        " SELECT resource_id, thread_id, id FROM found",
+        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [bytes(latest[k]) for k in keys]),
+    )
+    stored = {tuple(row) for row in await cursor.fetchall()}
+    return sum(1 for item in items if item[:3] in stored)
+
+
+async def load_embeddings(conn: Conn, after: int, limit: int) -> list[tuple[int, str, str, str, bytes]]:
+    cursor = await conn.execute(
+        "SELECT v.message_pk, m.resource_id, m.thread_id, m.id, v.vector"
+        " FROM message_vectors AS v JOIN messages AS m ON m.pk = v.message_pk"
+        " WHERE v.message_pk > %s ORDER BY v.message_pk LIMIT %s",
+        (after, limit),
+    )
+    return [(int(r[0]), r[1], r[2], r[3], bytes(r[4])) for r in await cursor.fetchall()]
+
+
+async def unembedded_messages(conn: Conn, after: int, limit: int) -> list[tuple[int, Message]]:
+    cursor = await conn.execute(
+        f"SELECT m.pk, {COLUMNS} FROM messages AS m WHERE m.pk > %s AND NOT EXISTS"
+        " (SELECT 1 FROM message_vectors AS v WHERE v.message_pk = m.pk) ORDER BY m.pk LIMIT %s",
+        (after, limit),
+    )
+    return [(int(r[0]), rows.message(r[1:])) for r in await cursor.fetchall()]
+
+
+async def clear_embeddings(conn: Conn) -> int:
+    await conn.execute("DELETE FROM embedding_model")
+    cursor = await conn.execute("DELETE FROM message_vectors")
+    return cursor.rowcount
