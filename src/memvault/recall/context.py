@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,9 +64,10 @@ def query_terms(query: str) -> list[tuple[str, ...]]:
     return list(dict.fromkeys(tuple(stem(w) for w in group) for group in query_groups(query)))
 
 
-def _count(term: tuple[str, ...], toks: Sequence[str]) -> int:
+def _count(term: tuple[str, ...], toks: Sequence[str], words: Counter[str]) -> int:
+    """How often ``term`` occurs in ``toks`` (``words``: their counts, for one-word terms)."""
     if len(term) == 1:
-        return toks.count(term[0])
+        return words[term[0]]
     n = len(term)
     return sum(1 for i in range(len(toks) - n + 1) if tuple(toks[i : i + n]) == term)
 
@@ -127,7 +128,8 @@ async def lexical_candidates(
         lengths: list[int] = []
         for message in messages:
             toks = _TOKENS.get(_document(message, options))
-            counts.append([_count(term, toks) for term in terms])
+            words = Counter(toks)
+            counts.append([_count(term, toks, words) for term in terms])
             lengths.append(len(toks))
         wanted = set(hits_by_thread[name])
         hit_positions = [i for i, m in enumerate(messages) if m.id in wanted]
