@@ -117,3 +117,13 @@ def test_the_command_refuses_an_odd_count() -> None:
 
     out = CliRunner().invoke(app, ["bench", "store", "--messages", "41", "--json"])
     assert out.exit_code != 0
+
+
+def test_another_store_runs_beside_sqlite() -> None:
+    """``--db``: memvault on another store (here the in-memory one; PostgreSQL in the docs)."""
+    result = store.run(messages=MESSAGES, threads=THREADS, reads=READS, db="memory://")
+    other = result["systems"]["memvault_db"]
+    assert other["url"] == "memory://" and other["bad_reads"] == 0
+    assert other["stored"] == {"messages": MESSAGES, "threads": THREADS}
+    assert other["messages_per_s"] > 0 and other["read_p50_ms"] > 0
+    assert set(result["db_over_sqlite"]) == {"write", "read_p50"}

@@ -35,6 +35,7 @@ import math
 import os
 import platform
 import random
+import re
 import shutil
 import sqlite3
 import statistics
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -326,7 +327,7 @@ def _check_read(work: Workload, k: int, seqs: list[int | None]) -> int:
 
 
 async def _interleave(
-    jobs: dict[str, Callable[[Sequence[Any]], Awaitable[Latencies]]],
+    jobs: Mapping[str, Callable[[Sequence[Any]], Awaitable[Latencies]]],
     items: Sequence[Any],
     block: int,
     progress: Callable[[str], None] | None,
@@ -411,12 +412,14 @@ async def measure(
     db_dir: str | Path | None = None,
     seed: int = 1,
     concurrency: int = 1,
+    db: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark (see the module doc) and return its result as a JSON-ready dict.
 
     The database files go to a fresh folder inside ``db_dir`` (default: the system's temporary
-    folder), removed afterwards."""
+    folder), removed afterwards. ``db``: also run memvault on this store URL (e.g. a
+    PostgreSQL database; it must be empty), beside the others, as ``memvault_db``."""
     try:
         from agents.memory import SQLiteSession
     except ImportError as exc:  # pragma: no cover - the bench extra is missing
@@ -434,7 +437,7 @@ async def measure(
     paths = {name: folder / f"{name}.db"
              for name in ("memvault", "memvault_full", "peer", "floor", "floor_bulk")}
     try:
-        return await _measure(work, folder, paths, SQLiteSession, say, seed, concurrency)
+        return await _measure(work, folder, paths, SQLiteSession, say, seed, concurrency, db)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -447,9 +450,11 @@ async def _measure(
     say: Callable[[str], None],
     seed: int,
     concurrency: int,
+    db: str | None = None,
 ) -> dict[str, Any]:
     say("opening the stores")
     normal = _Memvault(await Memory.open(f"sqlite:///{paths['memvault']}"), work, concurrency)
+    other = _Memvault(await Memory.open(db), work, concurrency) if db else None
     full = _Memvault(
         await Memory.open(f"sqlite:///{paths['memvault_full']}?durability=full"), work, concurrency
     )
@@ -460,25 +465,31 @@ async def _measure(
     floor = _Floor(paths["floor"], work)
     bulk = _Floor(paths["floor_bulk"], work)
     try:
-        writes = await _interleave(
-            {"memvault": normal.write, "memvault_full": full.write, "peer": peer.write,
-             "floor": floor.write},
-            work.turns, WRITE_BLOCK, say, "writing turns",
-        )
+        writers = {"memvault": normal.write, "memvault_full": full.write, "peer": peer.write,
+                   "floor": floor.write}
+        if other is not None:
+            writers["memvault_db"] = other.write
+        writes = await _interleave(writers, work.turns, WRITE_BLOCK, say, "writing turns")
         say("writing the floor's single transaction")
         bulk_seconds = bulk.write_bulk(work.turns)
-        reads = await _interleave(
-            {"memvault": normal.read, "memvault_history": normal.history,
-             "memvault_full": full.read, "peer": peer.read, "floor": floor.read},
-            work.reads, READ_BLOCK, say, "reading threads",
-        )
+        readers = {"memvault": normal.read, "memvault_history": normal.history,
+                   "memvault_full": full.read, "peer": peer.read, "floor": floor.read}
+        if other is not None:
+            readers["memvault_db"] = other.read
+        reads = await _interleave(readers, work.reads, READ_BLOCK, say, "reading threads")
         bad_reads = {"memvault": normal.bad_reads, "memvault_full": full.bad_reads,
                      "peer": peer.bad_reads, "floor": floor.bad_reads}
+        if other is not None:
+            bad_reads["memvault_db"] = other.bad_reads
+            say("counting what memvault stored in --db")
+            db_stored = await _stored_through(other.memory, work)
         # SQLiteSession keeps one connection per worker thread it ran on (information only).
         peer_connections = sum(len(getattr(s, "_connections", ())) for s in peer.sessions)
     finally:
         await normal.memory.close()
         await full.memory.close()
+        if other is not None:
+            await other.memory.close()
         for session in peer.sessions:
             session.close()
         floor.conn.close()
@@ -491,8 +502,40 @@ async def _measure(
         for name, path in paths.items()
     }
     same_rows = _same_rows(paths["memvault"], paths["floor"], work)
-    return _result(work, folder, paths, writes, bulk_seconds, reads, bad_reads, stored,
-                   same_rows, peer_setup, peer_connections, seed, concurrency)
+    result = _result(work, folder, paths, writes, bulk_seconds, reads, bad_reads, stored,
+                     same_rows, peer_setup, peer_connections, seed, concurrency)
+    if db:
+        seconds, turns = writes["memvault_db"]
+        read = reads["memvault_db"][1]
+        sqlite = result["systems"]["memvault"]
+        result["systems"]["memvault_db"] = {
+            "url": _without_password(db),
+            "messages_per_s": round(work.messages / seconds, 1),
+            "read_p50_ms": _ms(statistics.median(read)),
+            "read_p99_ms": _ms(_percentile(read, 0.99)),
+            "write_s": round(seconds, 3),
+            "turn_p50_ms": _ms(statistics.median(turns)),
+            "turn_p99_ms": _ms(_percentile(turns, 0.99)),
+            "stored": db_stored,
+            "bad_reads": bad_reads["memvault_db"],
+        }
+        result["db_over_sqlite"] = {
+            "write": round(work.messages / seconds / sqlite["messages_per_s"], 3),
+            "read_p50": round(_ms(statistics.median(read)) / sqlite["read_p50_ms"], 3),
+        }
+    return result
+
+
+async def _stored_through(memory: Memory, work: Workload) -> dict[str, int]:
+    """Messages and threads memvault holds for the workload, read through its API."""
+    messages = 0
+    for thread, resource in zip(work.thread_ids, work.resource_ids, strict=True):
+        messages += len(await memory.get_messages(thread_id=thread, resource_id=resource))
+    return {"messages": messages, "threads": len(work.thread_ids)}
+
+
+def _without_password(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
 def _result(
@@ -625,8 +668,9 @@ def run(
     db_dir: str | Path | None = None,
     seed: int = 1,
     concurrency: int = 1,
+    db: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """:func:`measure` on a new event loop."""
     return asyncio.run(measure(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                               seed=seed, concurrency=concurrency, progress=progress))
+                               seed=seed, concurrency=concurrency, db=db, progress=progress))

@@ -27,6 +27,9 @@ def store(
     concurrency: Annotated[int, typer.Option(
         min=1, help="Conversations memvault and the peer serve at once (1: one turn at a time)."
     )] = 1,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="Also run memvault on this (empty) store URL, e.g. postgresql://..., "
+                     "beside SQLite, as memvault_db.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Write and read throughput of the SQLite store against the OpenAI Agents SDK's
@@ -44,12 +47,12 @@ def store(
     errors = Console(stderr=True)
     if as_json:
         result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                                 seed=seed, concurrency=concurrency)
+                                 seed=seed, concurrency=concurrency, db=db)
         typer.echo(json.dumps(result, indent=2))
         return
     with errors.status("starting") as status:
         result = bench_store.run(messages=messages, threads=threads, reads=reads, db_dir=db_dir,
-                                 seed=seed, concurrency=concurrency,
+                                 seed=seed, concurrency=concurrency, db=db,
                                  progress=lambda text: status.update(text))
     _show(result)
 
@@ -192,11 +195,18 @@ def recall(
     plot: Annotated[Path | None, typer.Option(
         "--plot", dir_okay=False, help="Also draw latency against size to this PNG "
                                        "(needs matplotlib).")] = None,
+    pgvector: Annotated[str | None, typer.Option(
+        "--pgvector", metavar="URL", help="Also measure PgVectorIndex (pgvector's HNSW) on this "
+        "PostgreSQL server, e.g. postgresql://postgres@127.0.0.1:5432/db; each size uses a fresh "
+        "schema, dropped afterwards.")] = None,
+    pgvector_ef_search: Annotated[int, typer.Option(
+        "--pgvector-ef-search", min=1, max=1000, help="hnsw.ef_search of the pgvector system.")] = 40,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Vector search latency (p50/p99 of search(top_k=10), embedder excluded) at each size, all
     vectors in one resource: memvault's exact and approximate indexes against numpy brute
-    force (the floor) and LangGraph's InMemoryStore (the peer), with the ANN's recall@10."""
+    force (the floor) and LangGraph's InMemoryStore (the peer), with the ANN's recall@10; with
+    --pgvector, PgVectorIndex too."""
     from rich.console import Console
 
     from memvault.bench import recall as bench_recall
@@ -208,10 +218,14 @@ def recall(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--sizes") from None
 
+    options = (None if pgvector is None
+               else bench_recall.PgVectorOptions(pgvector, ef_search=pgvector_ef_search))
+
     def measure(progress: Any = None) -> dict[str, Any]:
         return bench_recall.run(sizes=counts, queries=queries, seed=seed,
                                 peer_budget_s=peer_budget,
-                                peer_memory_limit=int(peer_memory * 2**30), progress=progress)
+                                peer_memory_limit=int(peer_memory * 2**30), progress=progress,
+                                pgvector=options)
 
     if as_json:
         result = measure()
