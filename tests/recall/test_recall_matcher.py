@@ -1,0 +1,36 @@
+"""The context scorer's term counting gives exactly what the tokenizer gives, while stemming
+only the words that may be a query term."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memvault.lexical import tokens
+from memvault.recall.context import _count, _TermMatcher, query_terms
+
+WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
+         "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",
+         "connected", "connection", "generously", "sensibility", "agreed", "hopping", "", "!", "-"]
+TEXT = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
+
+
+def expected(query: str, text: str) -> tuple[list[int], int]:
+    terms = query_terms(query)
+    toks = tokens(text)
+    words = Counter(toks)
+    return [_count(term, toks, words) for term in terms], len(toks)
+
+
+@settings(max_examples=400)
+@given(query=TEXT, text=TEXT)
+def test_counts_are_the_tokenizers(query: str, text: str) -> None:
+    assert _TermMatcher(query_terms(query)).counts(text) == expected(query, text)
+
+
+def test_examples() -> None:
+    matcher = _TermMatcher(query_terms("Who runs the organization?"))
+    assert matcher.counts("I was running; the organizations run well") == ([2, 1], 7)
+    assert _TermMatcher(query_terms("抹茶")).counts("我喜欢抹茶 matcha") == ([1], 6)
