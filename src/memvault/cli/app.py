@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memvault.cli import bench, chat, demo, reindex
+from memvault.cli import bench, chat, copy, demo, reindex
 
 app = typer.Typer(
     name="memvault",
@@ -13,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("chat")(chat.chat)
+app.command("copy")(copy.copy)
 app.command("demo")(demo.demo)
 app.command("reindex")(reindex.reindex)
 app.add_typer(bench.app, name="bench")

@@ -381,6 +381,38 @@ class InMemoryStore:
                 record.vectors.clear()
         return count
 
+    # export (memvault.stores.export.ExportStore, for memvault.copy)
+
+    async def resource_ids(self) -> list[str]:
+        return sorted(
+            rid for rid, r in self._resources.items() if r.threads or r.working_memory or r.states
+        )
+
+    async def working_memory_keys(self, resource_id: str) -> list[str]:
+        resource = self._resources.get(resource_id)
+        return sorted(resource.working_memory) if resource else []
+
+    async def state_keys(self, resource_id: str) -> list[str]:
+        resource = self._resources.get(resource_id)
+        return sorted(resource.states) if resource else []
+
+    async def restore_thread(self, thread: Thread) -> None:
+        threads = self._resource(thread.resource_id).threads
+        record = threads.get(thread.id)
+        if record is None:
+            threads[thread.id] = _ThreadRecord(thread.model_copy(deep=True))
+        else:
+            record.thread = thread.model_copy(deep=True)
+
+    async def restore_state(self, state: State) -> None:
+        self._resource(state.resource_id).states[state.key] = state.model_copy(deep=True)
+
+    async def restore_summary(self, summary: Summary) -> None:
+        record = self._record(summary.resource_id, summary.thread_id)
+        if record is None:
+            raise ThreadNotFoundError(summary.thread_id)
+        record.summary = summary.model_copy(deep=True)
+
     async def close(self) -> None:
         self._resources.clear()
 

@@ -30,6 +30,7 @@ import psycopg
 
 from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.stores import postgres_export as _export
 from memvault.stores import postgres_messages as _messages
 from memvault.stores import postgres_records as _records
 from memvault.stores import postgres_search as _search
@@ -211,6 +212,26 @@ class PostgresStore:
 
     async def clear_embeddings(self) -> int:
         return await self._db.write(_vectors.clear_embeddings)
+
+    # export (memvault.stores.export.ExportStore, for memvault.copy)
+
+    async def resource_ids(self) -> list[str]:
+        return await self._db.read(_export.resource_ids)
+
+    async def working_memory_keys(self, resource_id: str) -> list[str]:
+        return await self._db.read(_export.working_memory_keys, resource_id)
+
+    async def state_keys(self, resource_id: str) -> list[str]:
+        return await self._db.read(_export.state_keys, resource_id)
+
+    async def restore_thread(self, thread: Thread) -> None:
+        await self._db.write(_export.restore_thread, thread)
+
+    async def restore_state(self, state: State) -> None:
+        await self._db.write(_export.restore_state, state)
+
+    async def restore_summary(self, summary: Summary) -> None:
+        await self._db.write(_export.restore_summary, summary)
 
 
 def postgres_options(url: str) -> tuple[str, str, int, int, str]:

@@ -5,6 +5,14 @@ Pool connections are in autocommit mode with ``search_path`` set to the store's 
 the latest committed data). A transaction that meets a deadlock or a serialization failure is
 rolled back and run again from the start (a few times), so those never reach the caller; a
 lost or refused connection raises :class:`~memvault.errors.StoreError` with the server's reason.
+
+A pooled connection that the server ended while it sat idle (a restart, a failover, an idle
+reaper, ``pg_terminate_backend``) is discarded and the call goes on with another connection:
+a read is run again (reads are idempotent), a write only when the connection failed at its
+``BEGIN``, i.e. before any of its statements reached the server. A connection lost after
+``BEGIN`` raises :class:`~memvault.errors.StoreError` and is never retried: the transaction was
+rolled back, or (lost during ``COMMIT``) committed whole; it is never partly written. The
+connections say ``application_name=memvault`` unless the URL names another.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, errors, sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -37,8 +46,11 @@ class Database:
     ) -> None:
         self.schema = schema
         self.where = where
+        kwargs: dict[str, object] = {"autocommit": True}
+        if "application_name" not in conninfo_to_dict(conninfo):
+            kwargs["application_name"] = "memvault"
         self.pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            conninfo, kwargs={"autocommit": True}, min_size=min_size, max_size=max_size,
+            conninfo, kwargs=kwargs, min_size=min_size, max_size=max_size,
             timeout=timeout, configure=self._configure, open=False, name=f"memvault:{schema}",
         )
 
@@ -60,32 +72,48 @@ class Database:
 
     async def read(self, body: Callable[Concatenate[Conn, P], Awaitable[T]], *args: P.args,
                    **kwargs: P.kwargs) -> T:
-        """Run ``body(conn, ...)`` on a pooled connection, outside an explicit transaction."""
-        try:
-            async with self.pool.connection() as conn:
-                return await body(conn, *args, **kwargs)
-        except MemvaultError:
-            raise
-        except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
-            raise self.failure(exc) from exc
+        """Run ``body(conn, ...)`` on a pooled connection, outside an explicit transaction;
+        again on another connection when this one turns out to have been closed by the server."""
+        for _ in range(self._stale_retries()):
+            conn: Conn | None = None
+            try:
+                async with self.pool.connection() as conn:
+                    return await body(conn, *args, **kwargs)
+            except MemvaultError:
+                raise
+            except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
+                if conn is None or not conn.broken:
+                    raise self.failure(exc) from exc
+        raise self.failure(psycopg.OperationalError("every pooled connection was closed by the server"))
 
     async def write(self, body: Callable[Concatenate[Conn, P], Awaitable[T]], *args: P.args,
                     **kwargs: P.kwargs) -> T:
         """Run ``body(conn, ...)`` in one transaction, again from the start after a deadlock
-        or a serialization failure; an exception from ``body`` rolls it back."""
-        for attempt in range(RETRIES + 1):
+        or a serialization failure, or when the pooled connection was found closed at ``BEGIN``;
+        an exception from ``body`` rolls it back."""
+        attempt = stale = 0
+        while True:
+            conn: Conn | None = None
+            begun = False
             try:
                 async with self.pool.connection() as conn, conn.transaction():
+                    begun = True
                     return await body(conn, *args, **kwargs)
             except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
                 if attempt == RETRIES:
                     raise self.failure(exc) from exc
                 await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))
+                attempt += 1
             except MemvaultError:
                 raise
             except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
-                raise self.failure(exc) from exc
-        raise AssertionError("unreachable")
+                stale += 1
+                if begun or conn is None or not conn.broken or stale >= self._stale_retries():
+                    raise self.failure(exc) from exc
+
+    def _stale_retries(self) -> int:
+        """Connections to try per call: every pooled one may have been closed, plus a new one."""
+        return self.pool.max_size + 1
 
     def failure(self, exc: Exception) -> StoreError:
         return StoreError(f"PostgreSQL at {self.where} failed: {reason(exc)}")

@@ -33,6 +33,7 @@ from memvault.errors import (
 from memvault.lexical import fts5_match, index_text, query_groups, stem
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
+from memvault.stores import sqlite_export as export
 from memvault.stores import sqlite_summaries as summaries
 from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
@@ -240,6 +241,26 @@ class SqliteStore:
 
     async def clear_embeddings(self) -> int:
         return await self._write(vectors.clear_embeddings)
+
+    # export (memvault.stores.export.ExportStore, for memvault.copy)
+
+    async def resource_ids(self) -> list[str]:
+        return await self._read(export.resource_ids)
+
+    async def working_memory_keys(self, resource_id: str) -> list[str]:
+        return await self._read(export.working_memory_keys, resource_id)
+
+    async def state_keys(self, resource_id: str) -> list[str]:
+        return await self._read(export.state_keys, resource_id)
+
+    async def restore_thread(self, thread: Thread) -> None:
+        await self._write(export.restore_thread, thread)
+
+    async def restore_state(self, state: State) -> None:
+        await self._write(export.restore_state, state)
+
+    async def restore_summary(self, summary: Summary) -> None:
+        await self._write(export.restore_summary, summary)
 
 
 # The transaction bodies: plain functions of a connection, run on the store's worker thread.
