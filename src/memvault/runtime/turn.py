@@ -72,7 +72,7 @@ logger = logging.getLogger("memvault.turn")
 ToolExecutor = Callable[[ToolCall], Awaitable[Any]]
 """Runs one of your tools: returns its output (JSON-ready or text); raising makes an error result."""
 
-RETRY_LOOKBACK = 200
+RETRY_LOOKBACK = 50
 """How many of the thread's newest messages are checked for a failed attempt of the turn."""
 
 
