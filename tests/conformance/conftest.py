@@ -34,18 +34,16 @@ when ``stores`` is omitted), so the test starts failing loudly once the bug is f
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
 from memvault import Memory, MemoryOptions, WorkingMemoryOptions
+from postgres_server import conninfo, postgres_url, with_schema
 
 
 @dataclass(frozen=True)
@@ -68,60 +66,18 @@ async def _open_url(url: str) -> AsyncIterator[Memory]:
         await memory.close()
 
 
-def postgres_url() -> str:
-    """The test server's URL; skips the test when there is none (fails it when
-    ``MEMVAULT_REQUIRE_POSTGRES=1``)."""
-    url = os.environ.get("MEMVAULT_TEST_POSTGRES_URL")
-    problem = _postgres_problem(url) if url else (
-        "set MEMVAULT_TEST_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/memvault_test) "
-        "to run the PostgreSQL store's tests"
-    )
-    if problem is None and url:
-        return url
-    if os.environ.get("MEMVAULT_REQUIRE_POSTGRES") == "1":
-        pytest.fail(f"MEMVAULT_REQUIRE_POSTGRES=1 but {problem}", pytrace=False)
-    pytest.skip(problem)
-
-
-@cache
-def _postgres_problem(url: str) -> str | None:
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed: pip install -e '.[postgres]'"
-    try:
-        psycopg.connect(_conninfo(url), connect_timeout=5).close()
-    except psycopg.Error as exc:
-        return f"the PostgreSQL server at MEMVAULT_TEST_POSTGRES_URL is unreachable: {exc}"
-    return None
-
-
-def with_schema(url: str, schema: str) -> str:
-    """``url`` naming another schema."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "schema"] + [("schema", schema)]
-    return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def _conninfo(url: str) -> str:
-    """``url`` for the driver itself (without memvault's options)."""
-    from memvault.stores.postgres import postgres_options
-
-    return postgres_options(url)[0]
-
-
 async def drop_schema(url: str, schema: str) -> None:
     import psycopg
     from psycopg import sql
 
-    async with await psycopg.AsyncConnection.connect(_conninfo(url), autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(conninfo(url), autocommit=True) as conn:
         await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @asynccontextmanager
 async def _postgres(tmp_path: Path) -> AsyncIterator[Memory]:
     """A Memory over a fresh schema of the test server, dropped afterwards."""
-    url = postgres_url()
+    url = postgres_url("the PostgreSQL store's tests")
     schema = f"memvault_test_{uuid.uuid4().hex[:16]}"
     try:
         async with _open_url(with_schema(url, schema)) as memory:

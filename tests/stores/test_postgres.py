@@ -23,10 +23,13 @@ import time
 import traceback
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
 
 import pytest
+
+from postgres_server import conninfo, postgres_url, with_params
 
 WORKERS = 8
 RESOURCE = "res"
@@ -84,45 +87,15 @@ def _worker_main(task: str, url: str, index: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _server_url() -> str:
-    url = os.environ.get("MEMVAULT_TEST_POSTGRES_URL")
-    problem = None if url else "set MEMVAULT_TEST_POSTGRES_URL to run the PostgreSQL store's tests"
-    if url:
-        try:
-            import psycopg
-
-            psycopg.connect(_conninfo(url), connect_timeout=5).close()
-        except Exception as exc:
-            problem = f"the PostgreSQL server at MEMVAULT_TEST_POSTGRES_URL is unreachable: {exc}"
-    if problem is None and url:
-        return url
-    if os.environ.get("MEMVAULT_REQUIRE_POSTGRES") == "1":
-        pytest.fail(f"MEMVAULT_REQUIRE_POSTGRES=1 but {problem}", pytrace=False)
-    pytest.skip(problem or "")
-
-
 @pytest.fixture(scope="module")
 def server() -> str:
-    return _server_url()
-
-
-def _with(url: str, **params: str) -> str:
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in params] + list(params.items())
-    return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def _conninfo(url: str) -> str:
-    """``url`` for the driver itself (without memvault's options)."""
-    from memvault.stores.postgres import postgres_options
-
-    return postgres_options(url)[0]
+    return postgres_url("the PostgreSQL store's tests")
 
 
 def _sql(server: str, statement: Any, args: Any = None) -> list[tuple[Any, ...]]:
     import psycopg
 
-    with psycopg.connect(_conninfo(server), autocommit=True) as conn:
+    with psycopg.connect(conninfo(server), autocommit=True) as conn:
         cursor = conn.execute(statement, args)
         return cursor.fetchall() if cursor.description else []
 
@@ -147,7 +120,7 @@ def _new(schemas: list[str], name: str | None = None) -> str:
 async def memory(server: str, schemas: list[str]) -> AsyncIterator[Any]:
     from memvault import Memory
 
-    async with await Memory.open(_with(server, schema=_new(schemas))) as opened:
+    async with await Memory.open(with_params(server, schema=_new(schemas))) as opened:
         yield opened
 
 
@@ -156,6 +129,7 @@ def _run_workers(task: str, url: str) -> list[dict[str, Any]]:
         subprocess.Popen(
             [sys.executable, __file__, task, url, str(i)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # tests/, for its helpers
         )
         for i in range(WORKERS)
     ]
@@ -191,14 +165,14 @@ def test_migrations_run_once_with_many_processes_opening_a_new_schema(
     from memvault.stores.postgres_schema import LATEST
 
     schema = _new(schemas)
-    _run_workers("open", _with(server, schema=schema))
+    _run_workers("open", with_params(server, schema=schema))
     rows = _sql(server, sql.SQL("SELECT version FROM {}.memvault_schema_version").format(
         sql.Identifier(schema)))
     assert rows == [(LATEST,)]
 
 
 def test_concurrent_saves_into_one_thread_get_seqs_1_to_800(server: str, schemas: list[str]) -> None:
-    url = _with(server, schema=_new(schemas))
+    url = with_params(server, schema=_new(schemas))
     results = _run_workers("save", url)
 
     async def stored() -> list[Any]:
@@ -219,7 +193,7 @@ def test_concurrent_saves_into_one_thread_get_seqs_1_to_800(server: str, schemas
 
 
 def test_concurrent_working_memory_appends_lose_nothing(server: str, schemas: list[str]) -> None:
-    url = _with(server, schema=_new(schemas))
+    url = with_params(server, schema=_new(schemas))
     _run_workers("append", url)
 
     async def stored() -> str | None:
@@ -291,7 +265,7 @@ async def test_a_newer_schema_version_is_refused(server: str, schemas: list[str]
     from memvault.stores.postgres_schema import LATEST
 
     schema = _new(schemas)
-    url = _with(server, schema=schema)
+    url = with_params(server, schema=schema)
     async with await Memory.open(url) as memory:
         await memory.save_messages([{"role": "user", "parts": [{"type": "text", "text": "kept"}]}],
                                    thread_id="t", resource_id=RESOURCE)
@@ -321,14 +295,14 @@ async def test_open_store_takes_both_schemes_and_the_schema_option(
 
     odd = _new(schemas, f'odd "schema"; drop {uuid.uuid4().hex[:6]}')  # quoted, never interpolated
     plain = _new(schemas)
-    legacy = _with(server.replace("postgresql://", "postgres://", 1), schema=odd)
+    legacy = with_params(server.replace("postgresql://", "postgres://", 1), schema=odd)
     store = await open_store(legacy)
     try:
         assert isinstance(store, PostgresStore) and store.schema == odd
     finally:
         await store.close()
-    async with await Memory.open(_with(server, schema=odd)) as first, \
-            await Memory.open(_with(server, schema=plain)) as second:
+    async with await Memory.open(with_params(server, schema=odd)) as first, \
+            await Memory.open(with_params(server, schema=plain)) as second:
         await first.save_messages([{"role": "user", "parts": [{"type": "text", "text": "in odd"}]}],
                                   thread_id="t", resource_id=RESOURCE)
         assert await second.get_messages(thread_id="t", resource_id=RESOURCE) == []
@@ -344,7 +318,7 @@ async def test_bad_options_are_configuration_errors(server: str, options: str) -
     from memvault.stores import open_store
 
     with pytest.raises(ConfigurationError):
-        await open_store(_with(server, **dict(parse_qsl(options, keep_blank_values=True))))
+        await open_store(with_params(server, **dict(parse_qsl(options, keep_blank_values=True))))
 
 
 async def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,6 @@ These tests need ``MEMVAULT_TEST_POSTGRES_URL``; without it they skip (and fail 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -29,37 +28,10 @@ import pytest
 
 from memvault import Memory, Message
 from memvault.errors import StoreError
+from postgres_server import conninfo, postgres_url, with_params
 
 RESOURCE = "res"
-
-
-def _server() -> str:
-    url = os.environ.get("MEMVAULT_TEST_POSTGRES_URL")
-    problem = None if url else "set MEMVAULT_TEST_POSTGRES_URL to run the PostgreSQL resilience tests"
-    if url:
-        try:
-            import psycopg
-
-            psycopg.connect(_conninfo(url), connect_timeout=5).close()
-        except Exception as exc:
-            problem = f"the PostgreSQL server at MEMVAULT_TEST_POSTGRES_URL is unreachable: {exc}"
-    if problem is None and url:
-        return url
-    if os.environ.get("MEMVAULT_REQUIRE_POSTGRES") == "1":
-        pytest.fail(f"MEMVAULT_REQUIRE_POSTGRES=1 but {problem}", pytrace=False)
-    pytest.skip(problem or "")
-
-
-def _conninfo(url: str) -> str:
-    from memvault.stores.postgres import postgres_options
-
-    return postgres_options(url)[0]
-
-
-def _with(url: str, **params: str) -> str:
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in params] + list(params.items())
-    return urlunsplit(parts._replace(query=urlencode(query)))
+WHAT = "the PostgreSQL resilience tests"
 
 
 class Server:
@@ -109,11 +81,11 @@ def schema_url() -> Iterator[tuple[str, str, str]]:
     import psycopg
     from psycopg import sql
 
-    server = _server()
+    server = postgres_url(WHAT)
     tag = uuid.uuid4().hex[:16]
     schema, app = f"memvault_test_{tag}", f"memvault_resilience_{tag}"
-    yield _with(server, schema=schema, application_name=app, min_size="2", max_size="4"), schema, app
-    with psycopg.connect(_conninfo(server), autocommit=True) as conn:
+    yield with_params(server, schema=schema, application_name=app, min_size="2", max_size="4"), schema, app
+    with psycopg.connect(conninfo(server), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
@@ -127,7 +99,8 @@ async def memory(schema_url: tuple[str, str, str]) -> AsyncIterator[Memory]:
 async def server(schema_url: tuple[str, str, str]) -> AsyncIterator[Server]:
     import psycopg
 
-    async with await psycopg.AsyncConnection.connect(_conninfo(_server()), autocommit=True) as conn:
+    url = conninfo(postgres_url(WHAT))
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         yield Server(conn, schema_url[1], schema_url[2])
 
 
@@ -151,7 +124,7 @@ async def test_connections_say_memvault_unless_the_url_names_an_application(
         return str(row[0])
 
     url, _, app = schema_url
-    for given, expected in ((url, app), (_with(url, application_name=""), "")):
+    for given, expected in ((url, app), (with_params(url, application_name=""), "")):
         async with await Memory.open(given) as memory:
             assert await memory.store._db.read(name) == expected  # type: ignore[attr-defined]
     plain = urlunsplit(urlsplit(url)._replace(query=urlencode(
