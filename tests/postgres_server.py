@@ -60,3 +60,12 @@ def with_params(url: str, **params: str) -> str:
 def with_schema(url: str, schema: str) -> str:
     """``url`` naming another schema."""
     return with_params(url, schema=schema)
+
+
+async def drop_schema(url: str, schema: str) -> None:
+    """Drop a test's schema and everything in it."""
+    import psycopg
+    from psycopg import sql
+
+    async with await psycopg.AsyncConnection.connect(conninfo(url), autocommit=True) as conn:
+        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

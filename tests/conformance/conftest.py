@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 
 from memvault import Memory, MemoryOptions, WorkingMemoryOptions
-from postgres_server import conninfo, postgres_url, with_schema
+from postgres_server import drop_schema, postgres_url, with_schema
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,6 @@ async def _open_url(url: str) -> AsyncIterator[Memory]:
         yield memory
     finally:
         await memory.close()
-
-
-async def drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    async with await psycopg.AsyncConnection.connect(conninfo(url), autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @asynccontextmanager

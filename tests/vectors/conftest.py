@@ -1,11 +1,14 @@
 """The vector index suite: every test taking ``index`` runs once per entry of :data:`INDEXES`.
 
-Adding an index (e.g. pgvector) means appending one :class:`IndexFactory`; nothing else in the
-suite changes. The ``ann`` entry uses a tiny ``graph_min_rows`` so that its graph paths (not its
-exact fallback for small resources) answer the suite's searches.
+Adding an index means appending one :class:`IndexFactory` (with ``close`` when it holds
+resources to release); nothing else in the suite changes. The ``pgvector`` entry needs a server
+(see ``support.py``). The ``ann`` entry uses a tiny ``graph_min_rows`` so that its graph paths
+(not its exact fallback for small resources) answer the suite's searches.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -23,6 +26,11 @@ def factory(request: pytest.FixtureRequest) -> IndexFactory:
 
 
 @pytest.fixture
-def index(factory: IndexFactory) -> VectorIndex:
-    """An empty index of :data:`DIMENSIONS` dimensions, of each kind."""
-    return factory.make(DIMENSIONS)
+async def index(factory: IndexFactory) -> AsyncIterator[VectorIndex]:
+    """An empty index of :data:`DIMENSIONS` dimensions, of each kind; closed afterwards."""
+    made = factory.make(DIMENSIONS)
+    try:
+        yield made
+    finally:
+        if factory.close is not None:
+            await factory.close(made)

@@ -13,6 +13,11 @@ their top 10 by every system:
 - **exact**: :class:`memvault.vectors.ExactIndex` through its async ``search``.
 - **ann**: :class:`memvault.vectors.AnnIndex` (a usearch HNSW graph) through its async
   ``search``; its recall@10 is measured against the floor's exact top 10.
+- **pgvector** (only with ``pgvector=URL``, ``--pgvector`` on the command line):
+  :class:`memvault.vectors.PgVectorIndex`, a PostgreSQL table with pgvector's HNSW index, in a
+  fresh schema of that server (dropped after each size), through its async ``search``; its
+  recall@10 is measured against the floor's exact top 10, and its build time includes the
+  ``ANALYZE`` after loading. The default run does not include it.
 - **peer**: LangGraph's ``InMemoryStore`` semantic search (``asearch(namespace, query=...,
   limit=10)``), given the same vectors by an embeddings object that looks them up by text, so
   no model runs: the lookup is a dict access. Per the LangChain ``Embeddings`` contract the
@@ -22,8 +27,9 @@ their top 10 by every system:
   memory per vector extrapolates beyond ``peer_memory_limit`` bytes.
 
 Also, at each size: thread-filtered searches (a thread holding about 10% of the resource, and a
-conversation-sized thread of about 450 vectors) for exact and ann, with the ann's filtered
-recall; and each index's build time (upserts in batches of 100,000), reported apart from search.
+conversation-sized thread of about 450 vectors) for exact and ann (and pgvector), with the
+approximate indexes' filtered recall; and each index's build time (upserts in batches of
+100,000), reported apart from search.
 
 **The vectors** are synthetic, 384-d, float32, normalised, from a seeded distribution
 calibrated on real all-MiniLM-L6-v2 embeddings of conversation turns (LoCoMo development
@@ -51,6 +57,7 @@ import platform
 import sys
 import time
 import tracemalloc
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +71,8 @@ from memvault.vectors import AnnIndex, ExactIndex, VectorIndex, VectorItem
 
 if TYPE_CHECKING:
     from langgraph.store.memory import InMemoryStore
+
+    from memvault.vectors.pgvector import PgVectorIndex
 
 DIMENSIONS = 384
 TOP_K = 10
@@ -88,6 +97,8 @@ TARGETS: dict[str, tuple[str, float, int | None]] = {
     "exact_p50_over_peer_every_size": ("<", 1.0, None),
     "ann_p50_over_peer_every_size": ("<", 1.0, None),
 }
+PGVECTOR_TARGET = ("pgvector_recall_at_10_every_size", ">=", 0.95)
+"""Checked only when the run includes pgvector."""
 
 Progress = Callable[[str], None]
 Matrix = NDArray[np.float32]
@@ -299,8 +310,51 @@ def _hit_ids(hits: Sequence[Any]) -> list[str]:
     return [hit.id for hit in hits]
 
 
+@dataclass(frozen=True)
+class PgVectorOptions:
+    """Where and how to run the pgvector system: a ``postgresql://`` URL and the index's
+    ``ef_search``, ``m`` and ``ef_construction``."""
+
+    url: str
+    ef_search: int = 100
+    m: int = 16
+    ef_construction: int = 64
+
+
 async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
-                    peer_memory_limit: int, progress: Progress | None) -> dict[str, Any]:
+                    peer_memory_limit: int, progress: Progress | None,
+                    pgvector: PgVectorOptions | None = None) -> dict[str, Any]:
+    if pgvector is None:
+        return await _measure_size(size, queries, seed, peer_budget_s, peer_memory_limit,
+                                   progress, None)
+    from memvault.vectors import PgVectorIndex
+
+    schema = f"memvault_bench_{size}_{uuid.uuid4().hex[:8]}"
+    index = PgVectorIndex(pgvector.url, DIMENSIONS, schema=schema, ef_search=pgvector.ef_search,
+                          m=pgvector.m, ef_construction=pgvector.ef_construction)
+    try:
+        await index.open()
+        return await _measure_size(size, queries, seed, peer_budget_s, peer_memory_limit,
+                                   progress, index)
+    finally:
+        await index.drop_table()
+        await index.close()
+        await _drop_schema(pgvector.url, schema)
+
+
+async def _drop_schema(url: str, schema: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    from memvault.stores.postgres import postgres_options
+
+    async with await psycopg.AsyncConnection.connect(postgres_options(url)[0], autocommit=True) as conn:
+        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+async def _measure_size(size: int, queries: int, seed: int, peer_budget_s: float,
+                        peer_memory_limit: int, progress: Progress | None,
+                        pg: PgVectorIndex | None) -> dict[str, Any]:
     def say(text: str) -> None:
         if progress:
             progress(f"{size:,}: {text}")
@@ -315,6 +369,12 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
     ann = AnnIndex(DIMENSIONS)
     say("building ann")
     build["ann_s"] = round(await _build_index(ann, corpus, threads, say, "ann"), 3)
+    if pg is not None:
+        say("building pgvector")
+        spent = await _build_index(pg, corpus, threads, say, "pgvector")
+        began = time.perf_counter()
+        await pg.analyze()
+        build["pgvector_s"] = round(spent + time.perf_counter() - began, 3)
 
     say("measuring the peer's memory")
     per_vector = await _peer_bytes_per_vector(corpus, threads)
@@ -352,6 +412,13 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
 
     systems = [_System("floor", floor), _System("floor_einsum", floor_einsum),
                _System("exact", exact_search), _System("ann", ann_search)]
+    if pg is not None:
+        pg_index = pg
+
+        async def pgvector_search(q: int) -> list[str]:
+            return _hit_ids(await pg_index.search(asked[q], resource_id=RESOURCE, top_k=TOP_K))
+
+        systems.append(_System("pgvector", pgvector_search))
     if peer is not None:
         store = peer
 
@@ -383,12 +450,19 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
             return search
 
         pair = [_System("exact", searcher(exact)), _System("ann", searcher(ann))]
+        if pg is not None:
+            pair.append(_System("pgvector", searcher(pg)))
         await _measure(pair, queries)
         filtered[label] = {
             "thread_rows": threads.count(thread),
             "exact": _figures(pair[0], None),
             "ann": _figures(pair[1], pair[0].found),
         }
+        if pg is not None:
+            filtered[label]["pgvector"] = _figures(pair[2], pair[0].found)
+    extra: dict[str, Any] = {}
+    if pg is not None:
+        extra["pgvector"] = {"exact_fallbacks": pg.exact_fallbacks, **await pg.info()}
     return {
         "size": size,
         "build": build,
@@ -396,6 +470,7 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
         "filtered": filtered,
         "ann_graph": ann.graphs().get(RESOURCE),
         "ann_expansion_search": ann.expansion_for(size),
+        **extra,
     }
 
 
@@ -474,18 +549,26 @@ def run(
     peer_budget_s: float = PEER_BUDGET_S,
     peer_memory_limit: int = PEER_MEMORY_LIMIT,
     progress: Progress | None = None,
+    pgvector: PgVectorOptions | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark at each size; returns the result as a JSON-ready dict."""
+    """Run the benchmark at each size; returns the result as a JSON-ready dict. With
+    ``pgvector``, the pgvector system runs too (see the module docstring)."""
     if not sizes or any(size < 1 for size in sizes):
         raise ValueError("sizes must be positive integers")
     if queries < 1:
         raise ValueError("queries must be at least 1")
     began, load_before = time.perf_counter(), _load()
     results = [asyncio.run(_one_size(size, queries, seed, peer_budget_s, peer_memory_limit,
-                                     progress)) for size in sizes]
+                                     progress, pgvector)) for size in sizes]
     sample = AnnIndex(DIMENSIONS)
     met, notes = _met(results)
-    return {
+    targets = {name: f"{op} {bound:g}" + (f" at {size:,}" if size else " at every size")
+               for name, (op, bound, size) in TARGETS.items()}
+    if pgvector is not None:
+        name, op, bound = PGVECTOR_TARGET
+        targets[name] = f"{op} {bound:g} at every size"
+        met[name] = all(_compare(op, r["systems"]["pgvector"]["recall_at_10"], bound) for r in results)
+    result: dict[str, Any] = {
         "benchmark": "recall",
         "config": {
             "sizes": list(sizes),
@@ -525,12 +608,26 @@ def run(
             },
         },
         "results": results,
-        "targets": {name: f"{op} {bound:g}" + (f" at {size:,}" if size else " at every size")
-                    for name, (op, bound, size) in TARGETS.items()},
+        "targets": targets,
         "targets_met": met,
         "targets_notes": notes,
         "elapsed_s": round(time.perf_counter() - began, 1),
     }
+    if pgvector is not None:
+        from memvault.stores.postgres import postgres_options
+
+        result["config"]["pgvector"] = {
+            "system": "memvault.vectors.PgVectorIndex (PostgreSQL + pgvector HNSW, cosine)",
+            "server": postgres_options(pgvector.url)[4],
+            "server_version": results[0]["pgvector"]["server_version"],
+            "pgvector_version": results[0]["pgvector"]["pgvector_version"],
+            "m": pgvector.m, "ef_construction": pgvector.ef_construction,
+            "ef_search": pgvector.ef_search, "iterative_scan": "relaxed_order, re-sorted exactly",
+            "build": f"upserts of {BUILD_BATCH:,} (COPY into a temporary table, then INSERT ... ON "
+                     "CONFLICT) into the table with its HNSW index, then ANALYZE",
+            "psycopg": _version("psycopg"),
+        }
+    return result
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -545,17 +642,18 @@ def plot(result: dict[str, Any], path: Path) -> None:
     results = result["results"]
     figure, axes = plt.subplots(figsize=(7.5, 5.6), dpi=120)
     styles = {"floor": "#555555", "floor_einsum": "#aaaaaa", "exact": "#1f77b4",
-              "ann": "#2ca02c", "peer": "#d62728"}
+              "ann": "#2ca02c", "peer": "#d62728", "pgvector": "#9467bd"}
     labels = {"floor": "numpy floor (matrix @ q, BLAS)", "floor_einsum": "numpy floor (einsum)",
               "exact": "memvault ExactIndex",
-              "ann": "memvault AnnIndex (usearch)", "peer": "LangGraph InMemoryStore"}
+              "ann": "memvault AnnIndex (usearch)", "peer": "LangGraph InMemoryStore",
+              "pgvector": "memvault PgVectorIndex (pgvector HNSW)"}
     for name, colour in styles.items():
         points = [(r["size"], r["systems"][name]) for r in results
-                  if r["systems"][name].get("p50_ms") is not None]
+                  if r["systems"].get(name, {}).get("p50_ms") is not None]
         if not points:
             continue
         xs = [size for size, _ in points]
-        skipped = [r["size"] for r in results if r["systems"][name].get("skipped")]
+        skipped = [r["size"] for r in results if r["systems"].get(name, {}).get("skipped")]
         label = labels[name] + " p50"
         if skipped:
             label += " (not run at " + ", ".join(f"{size:,}" for size in skipped) + ": memory)"
@@ -594,7 +692,8 @@ def render(result: dict[str, Any], console: Any) -> None:
     for column in ("vectors", "system", "p50", "p99", "queries", "recall@10", "build s"):
         table.add_column(column, justify="left" if column == "system" else "right")
     for row in result["results"]:
-        for name in ("floor", "floor_einsum", "exact", "ann", "peer"):
+        names = ("floor", "floor_einsum", "exact", "ann", "peer")
+        for name in names + (("pgvector",) if "pgvector" in row["systems"] else ()):
             figures = row["systems"][name]
             build = row["build"].get(f"{name}_s")
             table.add_row(f"{row['size']:,}", name, number(figures.get("p50_ms")),
@@ -619,6 +718,13 @@ def render(result: dict[str, Any], console: Any) -> None:
                 number(figures["ann"]["recall_at_10"], 4),
             )
     console.print(filtered)
+    for row in result["results"]:
+        for label, figures in row["filtered"].items():
+            if "pgvector" in figures:
+                pg = figures["pgvector"]
+                console.print(f"pgvector, {row['size']:,} vectors, thread {short.get(label, label)}: "
+                              f"p50 {number(pg['p50_ms'])} ms, p99 {number(pg['p99_ms'])} ms, "
+                              f"recall@10 {number(pg['recall_at_10'], 4)}")
     for name, target in result["targets"].items():
         met = result["targets_met"][name]
         mark = "[dim]not measured[/]" if met is None else "[green]yes[/]" if met else "[red]no[/]"

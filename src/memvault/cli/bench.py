@@ -200,7 +200,7 @@ def recall(
         "PostgreSQL server, e.g. postgresql://postgres@127.0.0.1:5432/db; each size uses a fresh "
         "schema, dropped afterwards.")] = None,
     pgvector_ef_search: Annotated[int, typer.Option(
-        "--pgvector-ef-search", min=1, max=1000, help="hnsw.ef_search of the pgvector system.")] = 40,
+        "--pgvector-ef-search", min=1, max=1000, help="hnsw.ef_search of the pgvector system.")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Vector search latency (p50/p99 of search(top_k=10), embedder excluded) at each size, all
