@@ -65,8 +65,9 @@ class VectorHit(NamedTuple):
 class VectorIndex(Protocol):
     """Stores vectors per resource and thread, and finds the nearest ones by cosine similarity.
 
-    Implementations: :class:`memvault.vectors.exact.ExactIndex` (numpy, exact: the reference)
-    and :class:`memvault.vectors.ann.AnnIndex` (an HNSW graph for large resources).
+    Implementations: :class:`memvault.vectors.exact.ExactIndex` (numpy, exact: the reference),
+    :class:`memvault.vectors.ann.AnnIndex` (an HNSW graph for large resources) and
+    :class:`memvault.vectors.pgvector.PgVectorIndex` (pgvector in PostgreSQL, shared by processes).
     """
 
     @property
