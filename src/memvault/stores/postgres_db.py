@@ -13,13 +13,19 @@ a read is run again (reads are idempotent), a write only when the connection fai
 ``BEGIN`` raises :class:`~memvault.errors.StoreError` and is never retried: the transaction was
 rolled back, or (lost during ``COMMIT``) committed whole; it is never partly written. The
 connections say ``application_name=memvault`` unless the URL names another.
+
+A call that gets no pooled connection within ``PROBE_AFTER`` seconds connects to the server
+directly: when that fails (the server is stopped or unreachable) the call raises StoreError with
+the server's reason at once, rather than waiting out the pool's whole ``timeout``; when it
+succeeds the pool is only busy, and the call goes on waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import psycopg
@@ -35,6 +41,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 RETRIES = 8
 """Times a transaction is run again after a deadlock or serialization failure."""
+PROBE_AFTER = 2.0
+"""Seconds to wait for a pooled connection before checking that the server can be reached."""
 
 
 class Database:
@@ -46,6 +54,7 @@ class Database:
     ) -> None:
         self.schema = schema
         self.where = where
+        self.conninfo = conninfo
         kwargs: dict[str, object] = {"autocommit": True}
         if "application_name" not in conninfo_to_dict(conninfo):
             kwargs["application_name"] = "memvault"
@@ -77,7 +86,7 @@ class Database:
         for _ in range(self._stale_retries()):
             conn: Conn | None = None
             try:
-                async with self.pool.connection() as conn:
+                async with self._connection() as conn:
                     return await body(conn, *args, **kwargs)
             except MemvaultError:
                 raise
@@ -96,7 +105,7 @@ class Database:
             conn: Conn | None = None
             begun = False
             try:
-                async with self.pool.connection() as conn, conn.transaction():
+                async with self._connection() as conn, conn.transaction():
                     begun = True
                     return await body(conn, *args, **kwargs)
             except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
@@ -110,6 +119,25 @@ class Database:
                 stale += 1
                 if begun or conn is None or not conn.broken or stale >= self._stale_retries():
                     raise self.failure(exc) from exc
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Conn]:
+        """A pooled connection; StoreError soon, not after the pool's ``timeout``, when none
+        is ready and the server cannot be reached."""
+        wait = min(PROBE_AFTER, self.pool.timeout)
+        try:
+            conn = await self.pool.getconn(timeout=wait)
+        except PoolTimeout:
+            try:  # none ready: is the server down, or the pool only busy?
+                probe = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            except psycopg.Error as exc:
+                raise self.failure(exc) from exc
+            await probe.close()
+            conn = await self.pool.getconn(timeout=max(self.pool.timeout - wait, 0.001))
+        try:
+            yield conn
+        finally:
+            await self.pool.putconn(conn)
 
     def _stale_retries(self) -> int:
         """Connections to try per call: every pooled one may have been closed, plus a new one."""
