@@ -359,11 +359,7 @@ class PgVectorIndex:
         top_k: int = 10,
         min_score: float | None = None,
     ) -> list[VectorHit]:
-        validate.check_key(resource_id, "resource_id")
-        if thread_id is not None:
-            validate.check_key(thread_id, "thread_id")
-        validate.check_top_k(top_k)
-        query = validate.query_vector(vector, self._dimensions)
+        query = validate.search(vector, self._dimensions, resource_id, thread_id, top_k)
         await self.open()
         params = {"q": _QueryVector(self._vector_bytes(query)), "r": resource_id, "t": thread_id,
                   "k": top_k}

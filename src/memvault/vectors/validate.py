@@ -94,6 +94,18 @@ def query_vector(vector: Vector, dimensions: int) -> NDArray[np.float32]:
     return row
 
 
+def search(
+    vector: Vector, dimensions: int, resource_id: str, thread_id: str | None, top_k: int
+) -> NDArray[np.float32]:
+    """Check a search's arguments (every index checks them alike); returns the query as a
+    normalised float32 vector."""
+    check_key(resource_id, "resource_id")
+    if thread_id is not None:
+        check_key(thread_id, "thread_id")
+    check_top_k(top_k)
+    return query_vector(vector, dimensions)
+
+
 def check_top_k(top_k: int) -> int:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValidationError(f"top_k must be an integer of at least 1, got {top_k!r}")
