@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memvault.cli import bench, chat, copy, demo, reindex
+from memvault.cli import bench, chat, copy, delete, demo, lookup, reindex, threads, transfer
 
 app = typer.Typer(
     name="memvault",
@@ -17,6 +17,14 @@ app.command("copy")(copy.copy)
 app.command("demo")(demo.demo)
 app.command("reindex")(reindex.reindex)
 app.add_typer(bench.app, name="bench")
+app.add_typer(threads.app, name="threads")
+app.command("search")(lookup.search)
+app.command("recall")(lookup.recall)
+app.add_typer(lookup.working_memory, name="working-memory")
+app.command("stats")(lookup.stats)
+app.command("export")(transfer.export)
+app.command("import")(transfer.import_)
+app.command("delete")(delete.delete)
 
 
 def main() -> None:
