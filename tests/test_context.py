@@ -4,25 +4,12 @@ summary, all within the token budget and never splitting a tool exchange."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
-
-import pytest
 
 from memvault import Memory, Message, ToolCallPart, ToolResultPart
 from memvault.context import RECALL_MARKER, SUMMARY_MARKER, ContextOptions, assemble
 
 OLD = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    opened = await Memory.open(f"sqlite:///{tmp_path / 'context.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def _talk(memory: Memory, thread: str, texts: list[str], **fields: object) -> None:

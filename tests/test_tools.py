@@ -3,24 +3,13 @@ that applies updates, reads and searches, and turns the model's mistakes into er
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from memvault import Memory, Message
 from memvault.llm import ToolCall
 from memvault.tools import MemoryTools
-
-
-@pytest.fixture
-async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    opened = await Memory.open(f"sqlite:///{tmp_path / 'tools.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def call(name: str, **args: object) -> ToolCall:

@@ -5,7 +5,6 @@ persisted, a retried turn replacing its failed attempt, titles and summaries in 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,6 @@ from memvault.llm import ModelResponse, ScriptedModel, ToolCall
 from memvault.runtime.turn import TurnOptions
 from memvault.summaries import SummaryOptions
 from memvault.titles import TITLE_INSTRUCTIONS
-
-
-@pytest.fixture
-async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    opened = await Memory.open(f"sqlite:///{tmp_path / 'turn.db'}")
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def call(name: str, call_id: str = "c1", **args: Any) -> ModelResponse:
