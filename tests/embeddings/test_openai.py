@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from sleep_recorder import SleepRecorder
+
 np = pytest.importorskip("numpy", reason="numpy is not installed: pip install 'memvault[openai]'")
 pytest.importorskip("httpx", reason="httpx is not installed: pip install 'memvault[openai]'")
 
@@ -23,16 +25,6 @@ from .openai_server import DEFAULT_DIMENSIONS, DROP, EmbeddingsServer, expected_
 def server() -> Iterator[EmbeddingsServer]:
     with running_server() as running:
         yield running
-
-
-class SleepRecorder:
-    """Stands in for asyncio.sleep so retry tests record the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 def make(server: EmbeddingsServer, **options: object) -> OpenAIEmbedder:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from sleep_recorder import SleepRecorder
+
 pytest.importorskip("httpx", reason="httpx is not installed: pip install 'memvault[openai]'")
 
 from memvault.errors import ConfigurationError, ModelError
@@ -49,16 +51,6 @@ EXPECTED_CALLS = (
 def server() -> Iterator[ChatServer]:
     with running_server() as running:
         yield running
-
-
-class SleepRecorder:
-    """Stands in for asyncio.sleep so retry tests record the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 def make(server: ChatServer, **options: Any) -> OpenAIChatModel:
