@@ -108,6 +108,20 @@ class Candidate:
     score: float
 
 
+async def read_around(
+    memory: RecallMemory, resource_id: str, ids: dict[str, list[str]], message_range: int
+) -> dict[str, list[Message]]:
+    """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each
+    side, in thread order (runs with gaps between them): one read per thread, concurrently."""
+    names = list(ids)
+    read = await asyncio.gather(*(
+        memory.get_messages(thread_id=name, resource_id=resource_id, ids=ids[name],
+                            message_range=message_range)
+        for name in names
+    ))
+    return dict(zip(names, read, strict=True))
+
+
 @dataclass
 class LexicalResult:
     candidates: dict[Key, Candidate]
@@ -140,13 +154,7 @@ async def lexical_candidates(
     window, reach = options.context_window, options.context_reach
     # read far enough that each pool member also has its vector-smoothing neighbours
     span = max(window, options.vector_context_window) + reach
-    names = list(hits_by_thread)
-    read = await asyncio.gather(*(
-        memory.get_messages(thread_id=name, resource_id=resource_id, ids=hits_by_thread[name],
-                            message_range=span)
-        for name in names
-    ))
-    threads = dict(zip(names, read, strict=True))
+    threads = await read_around(memory, resource_id, hits_by_thread, span)
 
     # per message: its length and the counts of the query's terms
     weights = [options.context_decay ** d for d in range(window + 1)]

@@ -23,7 +23,7 @@ from memvault.history import pair_tool_parts
 from memvault.model import Message
 from memvault.recall import merge as merging
 from memvault.recall import vectors
-from memvault.recall.context import Key, lexical_candidates
+from memvault.recall.context import Key, lexical_candidates, read_around
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.types import (
@@ -211,14 +211,8 @@ async def _neighbours(
     by_thread: dict[str, list[str]] = {}
     for thread, message_id in keys:
         by_thread.setdefault(thread, []).append(message_id)
-    names = list(by_thread)
-    read = await asyncio.gather(*(
-        memory.get_messages(thread_id=name, resource_id=resource_id, ids=by_thread[name],
-                            message_range=message_range)
-        for name in names
-    ))
     out: dict[Key, tuple[Message, ...]] = {}
-    for name, found in zip(names, read, strict=True):
+    for name, found in (await read_around(memory, resource_id, by_thread, message_range)).items():
         position = {m.id: i for i, m in enumerate(found)}
         for message_id in by_thread[name]:
             i = position.get(message_id)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from memvault.model import Message, check_id
-from memvault.recall.context import Key
+from memvault.recall.context import Key, read_around
 from memvault.recall.options import RecallOptions
 from memvault.recall.types import MessageRef, RecallMemory, VectorScorer, VectorSearch
 
@@ -117,13 +117,7 @@ async def read_matches(
     for key in scores:
         if key not in messages:
             missing.setdefault(key[0], []).append(key[1])
-    names = list(missing)
-    read = await asyncio.gather(*(
-        memory.get_messages(thread_id=name, resource_id=resource_id, ids=missing[name],
-                            message_range=window)
-        for name in names
-    ))
-    reads = dict(zip(names, read, strict=True))
+    reads = await read_around(memory, resource_id, missing, window)
     for name, found in reads.items():
         wanted = set(missing[name])
         for message in found:
