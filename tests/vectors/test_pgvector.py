@@ -291,6 +291,66 @@ def test_too_many_dimensions_for_hnsw_are_refused() -> None:
         PgVectorIndex("postgresql://nowhere/db?schema=a", 8, schema="b")
 
 
+async def _hnsw_exists(index: PgVectorIndex) -> bool:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(postgres_url()) as conn:
+        cursor = await conn.execute("SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+                                    (index.schema, f"{index.table}_hnsw"))
+        return await cursor.fetchone() is not None
+
+
+async def test_bulk_load_builds_the_hnsw_index_once_after_the_vectors(schema: str) -> None:
+    """Inside ``bulk_load`` the table has no HNSW index (searches are exact and still right);
+    on leaving, the index is built over everything loaded and searches find the same
+    neighbours as brute force."""
+    vectors = random_set(3000, 32, seed=5)
+    ids = [f"v{i}" for i in range(3000)]
+    async with PgVectorIndex(postgres_url(), 32, schema=schema, ef_search=200) as index:
+        await index.upsert([VectorItem(ids[0], vectors[0], "r1", "t0")])
+        assert await _hnsw_exists(index)
+        async with index.bulk_load(maintenance_work_mem="256MB", parallel_workers=1) as loading:
+            assert loading is index and not await _hnsw_exists(index)
+            for start in range(0, 3000, 1000):
+                await index.upsert([VectorItem(ids[i], vectors[i], "r1", f"t{i % 7}")
+                                    for i in range(start, start + 1000)])
+            query = random_set(1, 32, seed=6)[0]
+            assert [h.id for h in await index.search(query, resource_id="r1", top_k=10)] == \
+                brute_force(vectors, ids, query, 10)
+        assert await _hnsw_exists(index) and await index.count("r1") == 3000
+        assert (await index.info())["hnsw_bytes"] > 0
+        found = 0
+        for query in random_set(20, 32, seed=7):
+            hits = await index.search(query, resource_id="r1", top_k=10)
+            found += len({h.id for h in hits} & set(brute_force(vectors, ids, query, 10)))
+        assert found / 200 >= 0.95
+
+
+async def test_a_failing_bulk_load_still_leaves_the_index_built(schema: str) -> None:
+    vectors = random_set(50, 8, seed=8)
+    async with PgVectorIndex(postgres_url(), 8, schema=schema) as index:
+        with pytest.raises(RuntimeError, match="the loader failed"):
+            async with index.bulk_load():
+                await index.upsert([VectorItem(f"v{i}", v, "r1", "t") for i, v in enumerate(vectors)])
+                raise RuntimeError("the loader failed")
+        assert await _hnsw_exists(index) and await index.count() == 50
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"maintenance_work_mem": "lots"}, "maintenance_work_mem must be"),
+    ({"maintenance_work_mem": "1GB; DROP TABLE x"}, "maintenance_work_mem must be"),
+    ({"parallel_workers": -1}, "parallel_workers must be"),
+    ({"parallel_workers": True}, "parallel_workers must be"),
+])
+async def test_bad_bulk_load_options_are_refused_before_anything_changes(
+        schema: str, options: dict[str, object], message: str) -> None:
+    async with PgVectorIndex(postgres_url(), 8, schema=schema) as index:
+        with pytest.raises(ConfigurationError, match=message):
+            async with index.bulk_load(**options):  # type: ignore[arg-type]
+                pass
+        assert await _hnsw_exists(index)
+
+
 async def test_an_unreachable_server_raises_a_store_error() -> None:
     index = PgVectorIndex("postgresql://postgres@127.0.0.1:1/db?connect_timeout=2", 8)
     try:

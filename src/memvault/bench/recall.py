@@ -16,8 +16,11 @@ their top 10 by every system:
 - **pgvector** (only with ``pgvector=URL``, ``--pgvector`` on the command line):
   :class:`memvault.vectors.PgVectorIndex`, a PostgreSQL table with pgvector's HNSW index, in a
   fresh schema of that server (dropped after each size), through its async ``search``; its
-  recall@10 is measured against the floor's exact top 10, and its build time includes the
-  ``ANALYZE`` after loading. The default run does not include it.
+  recall@10 is measured against the floor's exact top 10. It is built as a user loading many
+  vectors would (:meth:`~memvault.vectors.PgVectorIndex.bulk_load`): the vectors go into the
+  bare table, then the HNSW index is built once (``maintenance_work_mem`` 4GB, 2 parallel
+  workers) and the table analysed; ``pgvector_load_s`` and ``pgvector_index_s`` split its build
+  time. The default run does not include it.
 - **peer**: LangGraph's ``InMemoryStore`` semantic search (``asearch(namespace, query=...,
   limit=10)``), given the same vectors by an embeddings object that looks them up by text, so
   no model runs: the lookup is a dict access. Per the LangChain ``Embeddings`` contract the
@@ -370,11 +373,13 @@ async def _measure_size(size: int, queries: int, seed: int, peer_budget_s: float
     say("building ann")
     build["ann_s"] = round(await _build_index(ann, corpus, threads, say, "ann"), 3)
     if pg is not None:
-        say("building pgvector")
-        spent = await _build_index(pg, corpus, threads, say, "pgvector")
+        say("building pgvector (load, then one HNSW build)")
         began = time.perf_counter()
-        await pg.analyze()
-        build["pgvector_s"] = round(spent + time.perf_counter() - began, 3)
+        async with pg.bulk_load(maintenance_work_mem="4GB", parallel_workers=2):
+            build["pgvector_load_s"] = round(await _build_index(pg, corpus, threads, say, "pgvector"), 3)
+            indexed = time.perf_counter()
+        build["pgvector_index_s"] = round(time.perf_counter() - indexed, 3)
+        build["pgvector_s"] = round(time.perf_counter() - began, 3)
 
     say("measuring the peer's memory")
     per_vector = await _peer_bytes_per_vector(corpus, threads)

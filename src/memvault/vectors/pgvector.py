@@ -54,8 +54,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import struct
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -88,6 +90,7 @@ _EPOCH_2000 = datetime(2000, 1, 1, tzinfo=UTC)
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _COPY_TRAILER = struct.pack(">h", -1)
 _NULL = struct.pack(">i", -1)
+_MEMORY_SETTING = re.compile(r"[1-9][0-9]{0,9}(kB|MB|GB|TB)")
 
 
 class PgVectorIndex:
@@ -282,15 +285,18 @@ class PgVectorIndex:
             'resource_id text COLLATE "C" NOT NULL, thread_id text COLLATE "C" NOT NULL, '
             'message_id text COLLATE "C", created_at timestamptz, embedding {vector_type} NOT NULL)'
         ).format(table=table, vector_type=vector_type))
-        await conn.execute(sql.SQL(
-            "CREATE INDEX {name} ON {table} USING hnsw (embedding {ops}) "
-            "WITH (m = {m}, ef_construction = {ef})"
-        ).format(name=sql.Identifier(f"{self.table}_hnsw"), table=table,
-                 ops=sql.Identifier(ext_schema, f"{self.type_name}_cosine_ops"),
-                 m=sql.Literal(self.m), ef=sql.Literal(self.ef_construction)))
+        await conn.execute(self._create_hnsw(ext_schema))
         await conn.execute(sql.SQL("CREATE INDEX {name} ON {table} (resource_id, thread_id)").format(
             name=sql.Identifier(f"{self.table}_scope"), table=table))
         return ext_schema, oid
+
+    def _create_hnsw(self, ext_schema: str) -> sql.Composed:
+        return sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw (embedding {ops}) "
+            "WITH (m = {m}, ef_construction = {ef})"
+        ).format(name=sql.Identifier(f"{self.table}_hnsw"), table=sql.Identifier(self.schema, self.table),
+                 ops=sql.Identifier(ext_schema, f"{self.type_name}_cosine_ops"),
+                 m=sql.Literal(self.m), ef=sql.Literal(self.ef_construction))
 
     def _build_sql(self, ext_schema: str) -> None:
         table = sql.Identifier(self.schema, self.table)
@@ -336,6 +342,9 @@ class PgVectorIndex:
             "delete_thread": sql.SQL("DELETE FROM {} WHERE resource_id = %(r)s AND thread_id = %(t)s"
                                      ).format(table),
             "delete_resource": sql.SQL("DELETE FROM {} WHERE resource_id = %(r)s").format(table),
+            "create_hnsw": self._create_hnsw(ext_schema),
+            "drop_hnsw": sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.Identifier(self.schema, f"{self.table}_hnsw")),
             "count": sql.SQL("SELECT count(*) FROM {}").format(table),
             "count_resource": sql.SQL("SELECT count(*) FROM {} WHERE resource_id = %(r)s").format(table),
         }
@@ -433,6 +442,45 @@ class PgVectorIndex:
         await self.open()
         await self._write(self._execute, sql.SQL("ANALYZE {}").format(
             sql.Identifier(self.schema, self.table)))
+
+    @asynccontextmanager
+    async def bulk_load(self, *, maintenance_work_mem: str = "2GB",
+                        parallel_workers: int = 2) -> AsyncIterator[PgVectorIndex]:
+        """Load many vectors at once: the HNSW index is dropped on entering, the vectors
+        upserted inside the block go into the bare table, and the index is built once over all
+        of them on leaving (also when the block fails: the table never stays without it), then
+        the table is analysed. Building once is far faster than inserting each vector into a
+        growing graph (upserts into an existing index stay the normal path).
+
+        ``maintenance_work_mem`` (default ``"2GB"``, a PostgreSQL memory setting such as
+        ``"512MB"``) is what the build may use: pgvector builds much faster while the graph
+        fits in it (about 1.7 GB for 1M 384-d vectors with ``m=16``), and it is taken from the
+        server's RAM for the build's duration. ``parallel_workers`` (default 2) is
+        ``max_parallel_maintenance_workers`` for the build (0: the leader alone).
+
+        While the block runs, searches of this table (from any process) are exact scans: slow
+        on a large table, but correct."""
+        if not _MEMORY_SETTING.fullmatch(maintenance_work_mem):
+            raise ConfigurationError(
+                f"maintenance_work_mem must be a PostgreSQL memory setting such as '512MB' or "
+                f"'2GB', got {maintenance_work_mem!r}")
+        if isinstance(parallel_workers, bool) or not isinstance(parallel_workers, int) \
+                or not 0 <= parallel_workers <= 64:
+            raise ConfigurationError(f"parallel_workers must be an integer from 0 to 64, got "
+                                     f"{parallel_workers!r}")
+        await self.open()
+        await self._write(self._execute, self._sql["drop_hnsw"])
+        try:
+            yield self
+        finally:
+            await self._write(self._build_hnsw, maintenance_work_mem, parallel_workers)
+            await self.analyze()
+
+    async def _build_hnsw(self, conn: Conn, memory: str, workers: int) -> None:
+        await conn.execute("SELECT set_config('maintenance_work_mem', %s, true), "
+                           "set_config('max_parallel_maintenance_workers', %s, true)",
+                           (memory, str(workers)))
+        await conn.execute(self._sql["create_hnsw"])
 
     async def info(self) -> dict[str, Any]:
         """The table's rows and on-disk sizes (bytes: ``table_bytes`` with TOAST, ``hnsw_bytes``,
