@@ -328,11 +328,14 @@ async def test_bulk_load_builds_the_hnsw_index_once_after_the_vectors(schema: st
 
 async def test_a_failing_bulk_load_still_leaves_the_index_built(schema: str) -> None:
     vectors = random_set(50, 8, seed=8)
+    async def load_then_fail(index: PgVectorIndex) -> None:
+        async with index.bulk_load():
+            await index.upsert([VectorItem(f"v{i}", v, "r1", "t") for i, v in enumerate(vectors)])
+            raise RuntimeError("the loader failed")
+
     async with PgVectorIndex(postgres_url(), 8, schema=schema) as index:
         with pytest.raises(RuntimeError, match="the loader failed"):
-            async with index.bulk_load():
-                await index.upsert([VectorItem(f"v{i}", v, "r1", "t") for i, v in enumerate(vectors)])
-                raise RuntimeError("the loader failed")
+            await load_then_fail(index)
         assert await _hnsw_exists(index) and await index.count() == 50
 
 
