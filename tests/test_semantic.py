@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from memvault import ConfigurationError, Memory, Message
-from memvault.embeddings import FunctionEmbedder
+from memvault.embeddings import EmbeddingError, FunctionEmbedder
 from memvault.recall import RecallOptions
+from memvault.vectors import VectorItem
 
 DIMS = 64
 # A stand-in embedder (named as such): words map to fixed random directions, and a few words
@@ -99,6 +100,62 @@ async def test_another_model_is_refused_until_reindex(tmp_path: Path) -> None:
     assert await memory.store.embedding_model() == ("test/other", DIMS)
     assert await _ids(memory, "beverage") == ["m1"]
     await memory.close()
+
+
+async def test_reindex_keeps_a_given_vector_index_and_empties_it_of_old_vectors(tmp_path: Path) -> None:
+    from memvault.vectors import ExactIndex
+
+    index = ExactIndex(DIMS)
+    url = f"sqlite:///{tmp_path}/s.db"
+    memory = await Memory.open(url, embedder=embedder(Concepts()), vector_index=index)
+    await memory.save_messages([Message.user("green tea", id="m1")], thread_id="t", resource_id="ada")
+    await memory.save_messages([Message.user("kyoto", id="m2")], thread_id="t", resource_id="bob")
+    await memory.flush()
+    await index.upsert([VectorItem("stale", np.ones(DIMS, dtype=np.float32), "bob", "t", "gone")])
+    assert await memory.reindex() == {"search_rows": 2, "vectors": 2}
+    assert memory.semantic is not None and memory.semantic.index is index
+    assert await index.count() == 2 and await index.get(["stale"]) == []
+    assert await _ids(memory, "beverage") == ["m1"]
+    await memory.close()
+
+
+async def test_reindex_with_a_failing_embedder_drops_nothing(tmp_path: Path) -> None:
+    function = Concepts()
+    url = f"sqlite:///{tmp_path}/s.db"
+    memory = await Memory.open(url, embedder=embedder(function))
+    await memory.save_messages([Message.user("green tea", id="m1")], thread_id="t", resource_id="ada")
+    await memory.flush()
+    function.failing = True
+    with pytest.raises(EmbeddingError, match="embedding server down"):
+        await memory.reindex()
+    assert len(await memory.store.load_embeddings()) == 1
+    function.failing = False
+    assert await _ids(memory, "beverage") == ["m1"]
+    await memory.close()
+
+
+async def test_a_given_index_of_other_dimensions_is_refused_before_anything_is_dropped(
+        tmp_path: Path) -> None:
+    from memvault.vectors import ExactIndex
+
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(Concepts()))
+    await memory.save_messages([Message.user("green tea", id="m1")], thread_id="t", resource_id="ada")
+    await memory.flush()
+    assert memory.semantic is not None
+    memory.semantic = type(memory.semantic)(memory.semantic.store, memory.semantic.embedder,
+                                            ExactIndex(DIMS + 1))
+    with pytest.raises(ConfigurationError, match="nothing was dropped"):
+        await memory.reindex()
+    assert len(await memory.store.load_embeddings()) == 1
+    await memory.close()
+
+
+def test_the_model_mismatch_message_says_how_to_reindex() -> None:
+    from memvault.stores.common import embedding_mismatch
+
+    text = embedding_mismatch(("a/old", 3), ("b/new", None))
+    assert "(3 dimensions)" in text and "'b/new':" in text and "memvault reindex --embedder" in text
+    assert "clear_embeddings" in text
 
 
 async def test_a_failing_embedder_loses_nothing_and_catches_up(

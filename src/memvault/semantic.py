@@ -61,6 +61,13 @@ def embedding_text(message: Message) -> str:
     return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
 
 
+async def probe(embedder: Embedder) -> int:
+    """Embed one short text with ``embedder`` and return its dimensions: raises what the
+    embedder raises (no key, server down), so a caller can try it before dropping anything."""
+    vectors = await embedder.embed(["memvault: is the embedder working?"])
+    return len(vectors[0])
+
+
 class SemanticIndex:
     """Embeds saved messages and answers searches by meaning (see the module docstring)."""
 
@@ -76,6 +83,7 @@ class SemanticIndex:
         self.store = store
         self.embedder = embedder
         self.index = index
+        self._given_index = index
         self.batch_size = batch_size
         self.query_timeout = query_timeout
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -91,7 +99,7 @@ class SemanticIndex:
             known = self.embedder.dimensions
             if recorded[0] != self.embedder.model or (known is not None and known != recorded[1]):
                 raise ConfigurationError(
-                    embedding_mismatch(recorded, (self.embedder.model, known or recorded[1]))
+                    embedding_mismatch(recorded, (self.embedder.model, known))
                 )
             self._ensure_index(recorded[1])
         await self._load_new()
@@ -187,11 +195,35 @@ class SemanticIndex:
             done += await self._embed([m for _, m in pending])
 
     async def reindex(self) -> int:
-        """Drop every stored vector and embed all messages again (after changing the model)."""
+        """Drop every stored vector and embed all messages again (after changing the model).
+
+        The embedder is tried on one text first: if it fails (no key, server down), the error
+        is raised and nothing is dropped. A vector index given to the constructor is kept and
+        emptied of the old vectors (it must take the embedder's dimensions, else
+        :class:`ConfigurationError`, nothing dropped); the default in-memory one is made anew."""
         await self.flush()
+        dimensions = await probe(self.embedder)
+        if self._given_index is not None and self._given_index.dimensions != dimensions:
+            raise ConfigurationError(
+                f"the vector index takes {self._given_index.dimensions}-dimensional vectors but "
+                f"{self.embedder.model} makes {dimensions}-dimensional ones: give Memory an index "
+                "made for the new model (nothing was dropped)")
+        resources = await self._stored_resources()
         await self.store.clear_embeddings()
-        self.index, self._cursor, self._behind = None, 0, False
+        if self._given_index is not None:
+            for resource_id in resources:
+                await self._given_index.delete_resource(resource_id)
+        self.index, self._cursor, self._behind = self._given_index, 0, False
         return await self.catch_up()
+
+    async def _stored_resources(self) -> set[str]:
+        """The resources that have stored vectors (read through the store's vector cursor)."""
+        resources: set[str] = set()
+        after = 0
+        while rows := await self.store.load_embeddings(after=after, limit=_LOAD_BATCH):
+            after = rows[-1][0]
+            resources.update(row[1] for row in rows)
+        return resources
 
     # search and deletes
 

@@ -51,3 +51,20 @@ def test_reindex_with_a_new_embedder_replaces_the_vectors(tmp_path: Path) -> Non
             assert len(await memory.store.load_embeddings()) == 2
 
     asyncio.run(check())
+
+
+def test_reindex_with_an_embedder_that_fails_drops_no_vectors(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/r.db"
+    asyncio.run(_seed(url))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run([sys.executable, "-m", "memvault", "reindex", "--db", url, "--embedder",
+                           "openai/text-embedding-3-small"], capture_output=True, text=True, timeout=120,
+                          env={**env, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("memvault: ")
+
+    async def check() -> None:
+        async with await Memory.open(url) as memory:
+            assert await memory.store.embedding_model() == ("old/model", 2)
+
+    asyncio.run(check())

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from memvault.cli.common import run
+from memvault.embeddings import resolve_embedder
 from memvault.memory import Memory
+from memvault.semantic import probe
 
 
 def reindex(
@@ -21,7 +23,7 @@ def reindex(
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Rebuild the full-text index and, with --embedder, the vectors, e.g. after changing models."""
-    counts = asyncio.run(_reindex(db, embedder))
+    counts = run(_reindex(db, embedder))
     if as_json:
         typer.echo(json.dumps(counts))
         return
@@ -31,8 +33,10 @@ def reindex(
         console.print(f"vectors: {counts['vectors']:,} messages embedded with {embedder}")
 
 
-async def _reindex(url: str | None, embedder: str | None) -> dict[str, int]:
+async def _reindex(url: str | None, spec: str | None) -> dict[str, int]:
+    embedder = None if spec is None else resolve_embedder(spec)
     if embedder is not None:  # vectors of another model would be refused on open
+        await probe(embedder)  # a failing embedder drops nothing
         async with await Memory.open(url) as plain:
             await plain.store.clear_embeddings()
     async with await Memory.open(url, embedder=embedder) as memory:

@@ -66,11 +66,16 @@ def check_limit(limit: int, name: str = "limit", maximum: int = 10_000) -> None:
         raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {limit!r}")
 
 
-def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int]) -> str:
+def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) -> str:
+    """The message for vectors stored by another model (``wanted[1]`` is ``None`` when the new
+    embedder has not said its dimensions yet)."""
+    size = "" if wanted[1] is None else f" ({wanted[1]} dimensions)"
     return (
         f"the stored vectors come from {stored[0]!r} ({stored[1]} dimensions), not from "
-        f"{wanted[0]!r} ({wanted[1]} dimensions): run `memvault reindex` (or "
-        "Memory.reindex()) to embed the messages again with the new model"
+        f"{wanted[0]!r}{size}: run `memvault reindex --embedder SPEC` to embed the messages "
+        "again with the new model (from Python: open the Memory without an embedder, call "
+        "`await memory.store.clear_embeddings()`, then open it with the new one and call "
+        "`await memory.reindex()`)"
     )
 
 
