@@ -275,9 +275,9 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_agents)
-    with pytest.raises(MissingExtraError, match=r"memvault\[bench\]") as caught:
+    with pytest.raises(MissingExtraError, match=r"memvault\[agents\]") as caught:
         openai_agents.MemvaultSession("s1", None, resource_id="ada")  # type: ignore[arg-type]
-    assert caught.value.extra == "bench"
+    assert caught.value.extra == "agents"
     assert "openai-agents" in str(caught.value)
 
 

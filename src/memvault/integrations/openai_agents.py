@@ -28,7 +28,7 @@ closest SDK items: text as easy input messages, tool calls as ``function_call`` 
 as ``function_call_output`` items; other parts (images, files, data) are left out.
 
 The SDK is imported only when a session is made: without it,
-:class:`~memvault.errors.MissingExtraError` names the ``bench`` extra, which ships
+:class:`~memvault.errors.MissingExtraError` names the ``agents`` extra, which ships
 ``openai-agents``.
 """
 
@@ -81,7 +81,7 @@ def _sdk_settings() -> ModuleType:
         from agents.memory import session_settings
     except ImportError as exc:
         raise MissingExtraError(
-            "MemvaultSession (the OpenAI Agents SDK session)", "bench", "openai-agents"
+            "MemvaultSession (the OpenAI Agents SDK session)", "agents", "openai-agents"
         ) from exc
     return session_settings
 
