@@ -1,0 +1,83 @@
+"""``memvault mcp --transport http``: a real subprocess serving streamable HTTP on 127.0.0.1,
+driven by the SDK's streamable HTTP client."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.client.client import Client
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp_helpers import BOB_SECRET, dump, server_args, structured, text
+
+from memvault import Memory
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes], stderr: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited: {stderr.read_text()}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    pytest.fail(f"the server did not listen within 30 s: {stderr.read_text()}")
+
+
+@pytest.fixture
+def http_server(db_url: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of ``memvault mcp --transport http`` for ada, running as a subprocess."""
+    port = _free_port()
+    stderr = tmp_path / "http.stderr"
+    with stderr.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, *server_args("ada", db_url, "--transport", "http", "--port", str(port))],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        _wait_for(port, process, stderr)
+        assert f"http://127.0.0.1:{port}/mcp" in stderr.read_text()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def test_tools_over_streamable_http(http_server: str, db_url: str) -> None:
+    async with streamable_http_client(http_server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"save_message", "search", "recall", "list_threads"} <= names
+        saved = structured(await session.call_tool(
+            "save_message", {"thread_id": "web", "text": "Ada prefers oolong over HTTP"}))
+        assert saved["seq"] == 1
+        hits = structured(await session.call_tool("search", {"query": "oolong"}))["hits"]
+        assert [h["message"]["id"] for h in hits] == [saved["id"]]
+        threads = structured(await session.call_tool("list_threads", {}))["threads"]
+        assert [t["id"] for t in threads] == ["web"]
+        leak = await session.call_tool("recall", {"query": "zeppelin secret plans"})
+        assert BOB_SECRET not in dump(leak)
+        missing = await session.call_tool("read_thread", {"thread_id": "bob-t"})
+        assert missing.is_error and "was not found" in text(missing)
+    async with Client(http_server) as client:  # the high-level client, a second session
+        threads = structured(await client.call_tool("list_threads", {}))["threads"]
+        assert [t["id"] for t in threads] == ["web"]
+    async with await Memory.open(db_url) as memory:
+        assert [m.text for m in await memory.get_messages(thread_id="web", resource_id="ada")] == [
+            "Ada prefers oolong over HTTP"]
