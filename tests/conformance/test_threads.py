@@ -79,7 +79,8 @@ def _b64(raw: bytes) -> str:
 
 @pytest.mark.parametrize(
     "cursor",
-    ["", "not a cursor!", "%%%", "Zm9v", _b64(b"abc:t1"), _b64(b"\xff\xfe:x"), "é", "=" * 8],
+    ["", "not a cursor!", "%%%", "Zm9v", _b64(b"abc:t1"), _b64(b"\xff\xfe:x"), "é", "=" * 8,
+     _b64(f"{2**63}:t1".encode()), _b64(f"-{10**30}:t1".encode())],
 )
 async def test_list_with_bad_cursor_raises_validation_error(memory: Memory, cursor: str) -> None:
     await memory.create_thread(resource_id=R, thread_id="t1")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from memvault.cli import bench, chat, copy, delete, demo, lookup, reindex, threads, transfer
+from memvault.cli import mcp as mcp_command
+from memvault.cli import serve as serve_command
 
 app = typer.Typer(
     name="memvault",
@@ -25,6 +27,10 @@ app.command("stats")(lookup.stats)
 app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
 app.command("delete")(delete.delete)
+app.command("mcp")(mcp_command.mcp)
+app.command("serve")(serve_command.serve)
+app.add_typer(serve_command.keys, name="keys")
+app.command("studio")(serve_command.studio)
 
 
 def main() -> None:

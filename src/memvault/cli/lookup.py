@@ -12,13 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.cli.common import AsJson, Db, Resource, emit, fail, no_thread, run
-from memvault.copy import messages_of, threads_of
-from memvault.errors import ConfigurationError
 from memvault.memory import Memory
 from memvault.model import Message
 from memvault.options import MemoryOptions
 from memvault.recall import RecallResult
-from memvault.stores.export import ExportStore
+from memvault.stats import STAT_KINDS, store_stats
 from memvault.working_memory import WorkingMemoryOptions
 
 Thread = Annotated[str | None, typer.Option("--thread", "-t", help="Only this thread.")]
@@ -58,7 +56,7 @@ def search(
         table.add_column(column, justify="right" if column == "score" else "left")
     for h in hits:
         m = h.message
-        table.add_row(f"{h.score:.3f}", escape(m.thread_id or ""), f"{m.created_at:%Y-%m-%d %H:%M}", m.role,
+        table.add_row(f"{h.score:.3g}", escape(m.thread_id or ""), f"{m.created_at:%Y-%m-%d %H:%M}", m.role,
                       escape(m.text[:200]))
     Console().print(table)
 
@@ -157,9 +155,6 @@ def working_memory_set(
         typer.echo(result)
 
 
-STAT_KINDS = ("threads", "messages", "summaries", "working_memories", "states")
-
-
 def stats(
     resource: Annotated[str | None, typer.Option(
         "--resource", "-r", help="Only this resource (default: every resource).")] = None,
@@ -184,18 +179,4 @@ def stats(
 
 async def _stats(url: str | None, only: str | None) -> dict[str, dict[str, int]]:
     async with await Memory.open(url) as memory:
-        store = memory.store
-        if not isinstance(store, ExportStore):
-            raise ConfigurationError(f"{type(store).__name__} cannot list its resources")
-        resources = [only] if only is not None else await store.resource_ids()
-        rows: dict[str, dict[str, int]] = {}
-        for resource in resources:
-            row = dict.fromkeys(STAT_KINDS, 0)
-            for thread in await threads_of(store, resource):
-                row["threads"] += 1
-                row["messages"] += sum([len(page) async for page in messages_of(store, resource, thread.id)])
-                row["summaries"] += await store.get_summary(resource, thread.id) is not None
-            row["working_memories"] = len(await store.working_memory_keys(resource))
-            row["states"] = len(await store.state_keys(resource))
-            rows[resource] = row
-        return rows
+        return await store_stats(memory.store, only)

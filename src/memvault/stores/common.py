@@ -33,10 +33,15 @@ def encode_cursor(updated_us: int, thread_id: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
+    """The (time in microseconds, thread id) a page cursor holds; a cursor no store made
+    (bad base64, no separator, a time beyond a 64-bit integer) is a ValidationError."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         micros, thread_id = base64.urlsafe_b64decode(padded).decode().split(":", 1)
-        return int(micros), thread_id
+        value = int(micros)
+        if not -(2**63) <= value < 2**63:
+            raise ValueError("out of range")
+        return value, thread_id
     except (ValueError, UnicodeDecodeError):
         raise ValidationError(
             "invalid page cursor: pass the next_cursor of a previous page unchanged"
