@@ -377,6 +377,7 @@ def test_the_recall_benchmark_measures_pgvector_beside_the_others(tmp_path: Path
     png = tmp_path / "recall.png"
     out = CliRunner().invoke(app, ["bench", "recall", "--sizes", "200", "--queries", "3",
                                    "--pgvector", url, "--pgvector-ef-search", "64",
+                                   "--pgvector-ef-sweep", "10,200",
                                    "--plot", str(png), "--json"])
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
@@ -387,6 +388,8 @@ def test_the_recall_benchmark_measures_pgvector_beside_the_others(tmp_path: Path
     assert set(row["filtered"]["thread_10pct"]) >= {"exact", "ann", "pgvector"}
     assert row["pgvector"]["rows"] == 200
     assert result["config"]["pgvector"]["ef_search"] == 64
+    assert [r["ef_search"] for r in row["pgvector_ef_sweep"]] == [10, 200]
+    assert all(r["queries"] == 3 and 0.0 <= r["recall_at_10"] <= 1.0 for r in row["pgvector_ef_sweep"])
     assert "pgvector_recall_at_10_every_size" in result["targets_met"]
     assert png.read_bytes()[:4] == b"\x89PNG"
     tables = CliRunner().invoke(app, ["bench", "recall", "--sizes", "150", "--queries", "3",

@@ -201,6 +201,9 @@ def recall(
         "schema, dropped afterwards.")] = None,
     pgvector_ef_search: Annotated[int, typer.Option(
         "--pgvector-ef-search", min=1, max=1000, help="hnsw.ef_search of the pgvector system.")] = 100,
+    pgvector_ef_sweep: Annotated[str, typer.Option(
+        "--pgvector-ef-sweep", metavar="N,N", help="Also measure these ef_search values "
+        "(unfiltered p50 and recall@10) on the same pgvector index, e.g. 40,200,400.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Vector search latency (p50/p99 of search(top_k=10), embedder excluded) at each size, all
@@ -218,8 +221,14 @@ def recall(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--sizes") from None
 
+    try:
+        sweep = tuple(int(v) for v in pgvector_ef_sweep.split(",") if v.strip())
+        if any(not 1 <= v <= 1000 for v in sweep):
+            raise ValueError("each ef_search must be from 1 to 1000")
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--pgvector-ef-sweep") from None
     options = (None if pgvector is None
-               else bench_recall.PgVectorOptions(pgvector, ef_search=pgvector_ef_search))
+               else bench_recall.PgVectorOptions(pgvector, ef_search=pgvector_ef_search, ef_sweep=sweep))
 
     def measure(progress: Any = None) -> dict[str, Any]:
         return bench_recall.run(sizes=counts, queries=queries, seed=seed,
