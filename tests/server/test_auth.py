@@ -30,6 +30,19 @@ def test_missing_malformed_or_unknown_keys_are_401(live: Live, authorization: st
             assert answer.json()["error"]["code"] == "unauthorized"
 
 
+@pytest.mark.parametrize("body", [b"{not json", b'{"query": 5}', b"[]", b'"\\ud800"'])
+def test_an_anonymous_bad_body_is_401_not_422(live: Live, body: bytes) -> None:
+    """Only the key is judged for a caller without one: a bad body tells it nothing more."""
+    json_type = {"Content-Type": "application/json"}
+    with live.client(None) as anonymous:
+        for path in ("/v1/recall", "/v1/threads", "/v1/threads/tb/messages"):
+            answer = anonymous.post(path, content=body, headers=json_type)
+            assert answer.status_code == 401, answer.text
+            assert answer.headers["www-authenticate"] == "Bearer"
+    with live.client(live.key()) as client:
+        assert client.post("/v1/recall", content=body, headers=json_type).status_code == 422
+
+
 def test_a_revoked_key_is_refused_on_the_next_request(live: Live) -> None:
     key = live.key()
     with live.client(key) as client:

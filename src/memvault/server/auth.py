@@ -46,6 +46,28 @@ def _keyring(request: Request) -> Keyring:
     return keyring
 
 
+async def _verified(request: Request, secret: str | None) -> ApiKey:
+    """The key ``secret`` is (401 when missing, unknown or revoked)."""
+    if secret is None or not secret.strip():
+        raise ApiError(401, "send an API key: Authorization: Bearer <key>", _CHALLENGE)
+    key = await _keyring(request).verify(secret.strip())
+    if key is None:
+        raise ApiError(401, "unknown or revoked API key", _CHALLENGE)
+    return key
+
+
+async def refusal_before_parsing(request: Request) -> ApiError | None:
+    """The 401 for a request without a valid key, else ``None``. FastAPI parses a JSON body
+    before the dependencies run, so a bad body would otherwise answer 422 to an anonymous
+    caller: the 422 handler asks this first, and an anonymous caller learns nothing but 401."""
+    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
+    try:
+        await _verified(request, secret if scheme.lower() == "bearer" else None)
+    except ApiError as refusal:
+        return refusal
+    return None
+
+
 async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -53,11 +75,7 @@ async def caller(
         alias=RESOURCE_HEADER, description="The resource an admin key acts on.")] = None,
 ) -> Caller:
     """The authenticated caller (401 / 403 / 422 as the module says)."""
-    if credentials is None or not credentials.credentials.strip():
-        raise ApiError(401, "send an API key: Authorization: Bearer <key>", _CHALLENGE)
-    key = await _keyring(request).verify(credentials.credentials.strip())
-    if key is None:
-        raise ApiError(401, "unknown or revoked API key", _CHALLENGE)
+    key = await _verified(request, None if credentials is None else credentials.credentials)
     if resource_header is None:
         return Caller(key, key.resource_id)
     if resource_header == KEYS_RESOURCE:

@@ -93,6 +93,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _request_invalid(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    from memvault.server.auth import refusal_before_parsing  # auth raises ApiError: imported late
+
+    if (refusal := await refusal_before_parsing(request)) is not None:
+        return error_response(refusal.status, refusal.message, refusal.headers)
     return error_response(422, "; ".join(_describe(e) for e in exc.errors()[:5]) or "invalid request")
 
 
