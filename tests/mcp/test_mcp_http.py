@@ -17,12 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import BOB_SECRET, dump, server_args, structured, text
 
 from memvault import Memory
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from processes import free_port, stop
 
 
 def _wait_for(port: int, process: subprocess.Popen[bytes], stderr: Path) -> None:
@@ -40,7 +35,7 @@ def _wait_for(port: int, process: subprocess.Popen[bytes], stderr: Path) -> None
 @pytest.fixture
 def http_server(db_url: str, tmp_path: Path) -> Iterator[str]:
     """The URL of ``memvault mcp --transport http`` for ada, running as a subprocess."""
-    port = _free_port()
+    port = free_port()
     stderr = tmp_path / "http.stderr"
     with stderr.open("wb") as log:
         process = subprocess.Popen(
@@ -51,12 +46,7 @@ def http_server(db_url: str, tmp_path: Path) -> Iterator[str]:
         assert f"http://127.0.0.1:{port}/mcp" in stderr.read_text()
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 async def test_tools_over_streamable_http(http_server: str, db_url: str) -> None:

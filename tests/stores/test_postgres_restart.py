@@ -21,7 +21,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,7 @@ import pytest
 
 from memvault import Memory, Message
 from memvault.errors import StoreError
+from processes import free_port
 
 BIN = Path(os.environ.get("MEMVAULT_PG_BIN", "/usr/lib/postgresql/15/bin"))
 RESOURCE = "res"
@@ -44,12 +44,6 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("MEMVAULT_REQUIRE_POSTGRES") == "1":
         pytest.fail(f"MEMVAULT_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -106,7 +100,7 @@ def cluster() -> Iterator[Cluster]:
     if missing or shutil.which("runuser") is None:
         _unavailable(f"a private PostgreSQL cluster needs {', '.join(map(str, missing)) or 'runuser'}")
     root = Path(tempfile.mkdtemp(prefix="memvault_pg_restart_"))
-    cluster = Cluster(root, _free_port())
+    cluster = Cluster(root, free_port())
     started = False
     try:
         try:

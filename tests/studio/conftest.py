@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from memvault import Memory, MemoryOptions, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from processes import stop
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -186,12 +187,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
             time.sleep(0.1)
         yield Studio(url=url, base=base, db_url=db_url, seeded=seeded, output=output)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @pytest.fixture(scope="module")
