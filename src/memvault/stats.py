@@ -1,8 +1,8 @@
 """How much a resource has stored: its threads, messages, summaries, working memories and states.
 
-Used by ``memvault stats`` and the HTTP API's ``/v1/stats`` and ``/v1/resources``. Counting walks
-every thread's messages page by page, so it costs a read of the resource's data: fine for
-inspection, not for every request of a busy agent.
+Used by ``memvault stats`` and the HTTP API's ``/v1/stats`` and ``/v1/resources``. The store
+counts (:meth:`~memvault.stores.export.ExportStore.record_counts`: one SQL statement over
+indexes led by the resource id), so no record is read.
 
 Example::
 
@@ -13,7 +13,6 @@ Example::
 
 from __future__ import annotations
 
-from memvault.copy import messages_of, threads_of
 from memvault.errors import ConfigurationError
 from memvault.stores import Store
 from memvault.stores.export import ExportStore
@@ -33,15 +32,8 @@ def export_store(store: Store) -> ExportStore:
 async def resource_stats(store: Store, resource_id: str) -> dict[str, int]:
     """The counts of :data:`STAT_KINDS` for one resource (all zero for an unknown resource).
     ``working_memories`` counts both scopes (the resource's and each thread's)."""
-    listing = export_store(store)
-    row = dict.fromkeys(STAT_KINDS, 0)
-    for thread in await threads_of(store, resource_id):
-        row["threads"] += 1
-        row["messages"] += sum([len(page) async for page in messages_of(store, resource_id, thread.id)])
-        row["summaries"] += await store.get_summary(resource_id, thread.id) is not None
-    row["working_memories"] = len(await listing.working_memory_keys(resource_id))
-    row["states"] = len(await listing.state_keys(resource_id))
-    return row
+    counts = await export_store(store).record_counts(resource_id)
+    return {kind: counts[kind] for kind in STAT_KINDS}
 
 
 async def store_stats(store: Store, only: str | None = None) -> dict[str, dict[str, int]]:

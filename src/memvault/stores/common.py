@@ -32,6 +32,19 @@ def encode_cursor(updated_us: int, thread_id: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+RECORD_TABLES = (("threads", "threads"), ("messages", "messages"), ("summaries", "summaries"),
+                 ("working_memories", "working_memory"), ("states", "states"))
+"""The record kinds :meth:`~memvault.stores.export.ExportStore.record_counts` answers, each with
+the table the SQL stores keep it in."""
+
+
+def record_counts_sql(placeholder: str) -> str:
+    """One statement counting each :data:`RECORD_TABLES` kind of one resource; every count
+    reads an index led by ``resource_id``. ``placeholder`` is the driver's (``?`` or ``%s``)."""
+    return "SELECT " + ", ".join(
+        f"(SELECT count(*) FROM {table} WHERE resource_id = {placeholder})" for _, table in RECORD_TABLES)
+
+
 def decode_cursor(cursor: str) -> tuple[int, str]:
     """The (time in microseconds, thread id) a page cursor holds; a cursor no store made
     (bad base64, no separator, a time beyond a 64-bit integer) is a ValidationError."""

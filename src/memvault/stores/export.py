@@ -21,6 +21,12 @@ class ExportStore(Protocol):
         """Every resource that has a thread, a working memory or a state, in id order."""
         ...
 
+    async def record_counts(self, resource_id: str) -> dict[str, int]:
+        """How many ``threads``, ``messages``, ``summaries``, ``working_memories`` (both scopes)
+        and ``states`` the resource has (all zero for an unknown resource), counted by the store
+        without reading the records."""
+        ...
+
     async def working_memory_keys(self, resource_id: str) -> list[str]:
         """The keys of the resource's stored working memories (both scopes), in key order."""
         ...

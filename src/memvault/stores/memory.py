@@ -388,6 +388,13 @@ class InMemoryStore:
             rid for rid, r in self._resources.items() if r.threads or r.working_memory or r.states
         )
 
+    async def record_counts(self, resource_id: str) -> dict[str, int]:
+        resource = self._resources.get(resource_id) or _Resource()
+        records = resource.threads.values()
+        return {"threads": len(records), "messages": sum(len(r.messages) for r in records),
+                "summaries": sum(r.summary is not None for r in records),
+                "working_memories": len(resource.working_memory), "states": len(resource.states)}
+
     async def working_memory_keys(self, resource_id: str) -> list[str]:
         resource = self._resources.get(resource_id)
         return sorted(resource.working_memory) if resource else []

@@ -218,6 +218,9 @@ class PostgresStore:
     async def resource_ids(self) -> list[str]:
         return await self._db.read(_export.resource_ids)
 
+    async def record_counts(self, resource_id: str) -> dict[str, int]:
+        return await self._db.read(_export.record_counts, resource_id)
+
     async def working_memory_keys(self, resource_id: str) -> list[str]:
         return await self._db.read(_export.working_memory_keys, resource_id)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import to_micros
+from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros
 from memvault.stores.postgres_db import Conn
 
 
@@ -15,6 +15,16 @@ async def resource_ids(conn: Conn) -> list[str]:
         " UNION SELECT resource_id FROM states ORDER BY 1"
     )
     return [str(r[0]) for r in await cursor.fetchall()]
+
+
+_COUNTS = record_counts_sql("%s")
+
+
+async def record_counts(conn: Conn, resource_id: str) -> dict[str, int]:
+    cursor = await conn.execute(_COUNTS, (resource_id,) * len(RECORD_TABLES))
+    row = await cursor.fetchone()
+    assert row is not None
+    return {kind: int(count) for (kind, _), count in zip(RECORD_TABLES, row, strict=True)}
 
 
 async def working_memory_keys(conn: Conn, resource_id: str) -> list[str]:

@@ -8,7 +8,7 @@ import sqlite3
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import to_micros
+from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros
 
 
 def resource_ids(conn: sqlite3.Connection) -> list[str]:
@@ -18,6 +18,14 @@ def resource_ids(conn: sqlite3.Connection) -> list[str]:
             " UNION SELECT resource_id FROM states ORDER BY 1"
         )
     ]
+
+
+_COUNTS = record_counts_sql("?")
+
+
+def record_counts(conn: sqlite3.Connection, resource_id: str) -> dict[str, int]:
+    row = conn.execute(_COUNTS, (resource_id,) * len(RECORD_TABLES)).fetchone()
+    return {kind: int(count) for (kind, _), count in zip(RECORD_TABLES, row, strict=True)}
 
 
 def working_memory_keys(conn: sqlite3.Connection, resource_id: str) -> list[str]:
