@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,18 @@ class Live:
     def client(self, key: str | None, **headers: str) -> httpx.Client:
         auth = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.Client(base_url=self.base, headers={**auth, **headers}, timeout=30)
+
+
+@contextmanager
+def live_server(db: str) -> Iterator[Live]:
+    """A real server over the store at ``db``, seeded with B's data, with keys for B and an admin."""
+    run(seed_b(db))
+    b_key, admin_key = run(new_key(db, B, "bob's key")), run(new_key(db, None, "root"))
+    base, server, thread = start(db)
+    try:
+        yield Live(base, db, server.config.app, b_key, admin_key)
+    finally:
+        stop(server, thread)
 
 
 def start(url: str, **options: Any) -> tuple[str, uvicorn.Server, threading.Thread]:

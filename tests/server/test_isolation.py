@@ -1,16 +1,21 @@
 """Isolation over the real server: for EVERY endpoint, a key of resource A can neither read,
 list, search, recall, change nor delete anything of resource B; B's data is unchanged afterwards;
 a foreign id answers byte for byte like a missing one; and naming B in the resource header is 403.
-The table of cases is checked against the app's routes, so that a new endpoint needs a case."""
+The table of cases is checked against the app's routes, so that a new endpoint needs a case.
+Every case runs over a SQLite file and over PostgreSQL."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
-from server_live import B_THREAD, B, Live, b_snapshot, no_b
+from server_live import B_THREAD, B, Live, b_snapshot, live_server, no_b, run
+
+from postgres_server import drop_schema, postgres_url, with_schema
 
 FOREIGN = {"thread": B_THREAD, "message": "mb1"}
 MISSING = {"thread": "no-such-thread", "message": "no-such-message"}
@@ -73,6 +78,22 @@ CASES = [
          body={"content": "taken over", "thread_id": "{thread}"}),
     Case("GET", "/v1/stats", "/v1/stats", 200),
 ]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """The server over a SQLite file, then over PostgreSQL (a schema of its own, dropped after)."""
+    if request.param == "sqlite":
+        with live_server(f"sqlite:///{tmp_path_factory.mktemp('server') / 'x.db'}") as server:
+            yield server
+        return
+    schema = f"server_{uuid.uuid4().hex[:12]}"
+    url = with_schema(postgres_url("the HTTP API over PostgreSQL"), schema)
+    try:
+        with live_server(url) as server:
+            yield server
+    finally:
+        run(drop_schema(url, schema))
 
 
 def test_every_route_has_an_isolation_case(live: Live) -> None:
