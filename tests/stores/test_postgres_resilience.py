@@ -263,3 +263,38 @@ async def test_terminations_during_a_loop_of_writes_never_leave_a_partial_write(
     assert lines == sorted(lines, key=lambda line: int(line.split()[1]))  # in call order
     print(f"terminated {killed} backends; {len(failed_saves)}/150 saves and "
           f"{len(failed_appends)}/150 appends failed with StoreError")
+
+
+async def test_a_busy_pool_makes_callers_wait_and_probes_the_server_once(
+    memory: Memory, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many calls waiting longer than ``PROBE_AFTER`` for one of the pool's 4 connections (a
+    lock held elsewhere keeps them busy) all succeed once it is released; the check that the
+    server is up is one connection, shared, not one per waiting call (which exhausted the
+    server's ``max_connections`` under load)."""
+    import psycopg
+
+    from memvault.stores import postgres_db
+
+    await memory.save_messages([Message.user("first", id="m0")], thread_id="t", resource_id=RESOURCE)
+    probes = 0
+    connect = psycopg.AsyncConnection.connect
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal probes
+        probes += 1
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(postgres_db.psycopg.AsyncConnection, "connect", counting)
+    monkeypatch.setattr(postgres_db, "PROBE_AFTER", 0.3)
+    await server.conn.execute("BEGIN")
+    await server.conn.execute(  # every save queues behind this lock, holding its connection
+        f'SELECT 1 FROM "{server.schema}".threads WHERE resource_id = %s AND id = %s FOR UPDATE',
+        (RESOURCE, "t"))
+    saves = [asyncio.create_task(memory.save_messages([Message.user(f"m{i}", id=f"m{i}")], thread_id="t",
+                                                      resource_id=RESOURCE)) for i in range(1, 41)]
+    await asyncio.sleep(1.0)  # 36 calls have waited for a connection for over PROBE_AFTER
+    await server.conn.execute("ROLLBACK")
+    await asyncio.gather(*saves)
+    assert sorted(await _ids_in_order(memory)) == sorted(f"m{i}" for i in range(41))
+    assert 1 <= probes <= 4, probes

@@ -17,7 +17,8 @@ connections say ``application_name=memvault`` unless the URL names another.
 A call that gets no pooled connection within ``PROBE_AFTER`` seconds connects to the server
 directly: when that fails (the server is stopped or unreachable) the call raises StoreError with
 the server's reason at once, rather than waiting out the pool's whole ``timeout``; when it
-succeeds the pool is only busy, and the call goes on waiting.
+succeeds the pool is only busy, and the call goes on waiting. Calls that wait at the same time
+share one probe (see ``Database._check_server``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class Database:
             conninfo, kwargs=kwargs, min_size=min_size, max_size=max_size,
             timeout=timeout, configure=self._configure, open=False, name=f"memvault:{schema}",
         )
+        self._probing = asyncio.Lock()
+        self._probed_at = -PROBE_AFTER
 
     async def _configure(self, conn: Conn) -> None:
         await set_search_path(conn, self.schema)
@@ -128,16 +131,31 @@ class Database:
         try:
             conn = await self.pool.getconn(timeout=wait)
         except PoolTimeout:
-            try:  # none ready: is the server down, or the pool only busy?
-                probe = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
-            except psycopg.Error as exc:
-                raise self.failure(exc) from exc
-            await probe.close()
+            await self._check_server()  # none ready: is the server down, or the pool only busy?
             conn = await self.pool.getconn(timeout=max(self.pool.timeout - wait, 0.001))
         try:
             yield conn
         finally:
             await self.pool.putconn(conn)
+
+    async def _check_server(self) -> None:
+        """StoreError if the server cannot be reached. One probe connection at a time, and
+        none again within ``PROBE_AFTER`` seconds of one that answered: a busy pool with many
+        waiting calls must not open a connection per call (that would exhaust the server's
+        ``max_connections``). A server refusing for too many clients is up: not a failure."""
+        async with self._probing:
+            loop = asyncio.get_running_loop()
+            if loop.time() - self._probed_at < PROBE_AFTER:
+                return
+            try:
+                probe = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            except errors.TooManyConnections:
+                pass
+            except psycopg.Error as exc:
+                raise self.failure(exc) from exc
+            else:
+                await probe.close()
+            self._probed_at = loop.time()
 
     def _stale_retries(self) -> int:
         """Connections to try per call: every pooled one may have been closed, plus a new one."""
