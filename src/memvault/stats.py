@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 from memvault.errors import ConfigurationError
+from memvault.reserved import RESERVED_RESOURCES
 from memvault.stores import Store
 from memvault.stores.export import ExportStore
 
@@ -37,6 +38,9 @@ async def resource_stats(store: Store, resource_id: str) -> dict[str, int]:
 
 
 async def store_stats(store: Store, only: str | None = None) -> dict[str, dict[str, int]]:
-    """:func:`resource_stats` of every resource of the store in id order (or of ``only``)."""
-    resources = [only] if only is not None else await export_store(store).resource_ids()
+    """:func:`resource_stats` of every resource of the store in id order (or of ``only``),
+    memvault's own records (:data:`~memvault.reserved.RESERVED_RESOURCES`) left out unless
+    ``only`` names them."""
+    resources = [only] if only is not None else [
+        r for r in await export_store(store).resource_ids() if r not in RESERVED_RESOURCES]
     return {resource: await resource_stats(store, resource) for resource in resources}

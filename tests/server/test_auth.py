@@ -12,7 +12,7 @@ from server_live import B, Live, run
 
 from memvault import Memory
 from memvault.server import Keyring
-from memvault.server.keys import KEYS_RESOURCE
+from memvault.reserved import KEYS_RESOURCE
 
 
 @pytest.mark.parametrize("authorization", [

@@ -96,3 +96,11 @@ def test_studio_prints_a_url_with_an_ephemeral_admin_key(db: str) -> None:
         me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {key}"}, timeout=30)
         assert me.json()["admin"] is True
     assert json.loads(memvault("keys", "list", "--db", db, "--json").stdout) == {"keys": []}
+
+
+def test_stats_leave_the_key_records_out_unless_asked(db: str) -> None:
+    assert memvault("keys", "create", "--resource", "ada", "--db", db).returncode == 0
+    every = json.loads(memvault("stats", "--db", db, "--json").stdout)
+    assert every["resources"] == {} and every["totals"]["resources"] == 0
+    named = json.loads(memvault("stats", "--resource", "memvault:api-keys", "--db", db, "--json").stdout)
+    assert named["resources"]["memvault:api-keys"]["states"] == 1

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from memvault import Memory
 from memvault.server import Keyring, create_app, new_secret
 from memvault.server.app import STUDIO
-from memvault.server.keys import KEYS_RESOURCE
+from memvault.reserved import KEYS_RESOURCE
 
 TEXT = {"type": "text", "text": "I like green tea with jasmine"}
 

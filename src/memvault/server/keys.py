@@ -28,10 +28,8 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.memory import Memory
 from memvault.model import check_id, now
+from memvault.reserved import KEYS_RESOURCE
 
-KEYS_RESOURCE = "memvault:api-keys"
-"""The reserved resource id holding the key records: the HTTP API refuses it wherever a resource is
-named and hides it from ``/v1/resources``."""
 PREFIX = "mv_"
 _ID_HEX = 8
 _SHAPE = re.compile(rf"{PREFIX}([0-9a-f]{{{_ID_HEX}}})_[A-Za-z0-9_-]{{16,200}}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from memvault.reserved import KEYS_RESOURCE
 from memvault.server.auth import AdminDep, CallerDep, MemoryDep
-from memvault.server.keys import KEYS_RESOURCE
 from memvault.server.schemas import ERRORS, Me, ResourceCounts, Resources
 from memvault.stats import export_store, resource_stats
 
