@@ -326,6 +326,39 @@ async def test_bulk_load_builds_the_hnsw_index_once_after_the_vectors(schema: st
         assert found / 200 >= 0.95
 
 
+def test_auto_ef_search_grows_with_the_square_root_of_the_rows() -> None:
+    from memvault.vectors.pgvector import auto_ef_search
+
+    assert [auto_ef_search(n) for n in (-1, 0, 10_000, 150_000, 600_000, 1_000_000, 10**9)] == [
+        100, 100, 100, 100, 200, 258, 1000]
+    assert auto_ef_search(1000, top_k=300) == 300
+
+
+@pytest.mark.parametrize("rows", [None, 600_000.0, 1e6, 1e9])
+async def test_auto_ef_search_is_set_from_the_tables_row_estimate(schema: str, rows: float | None) -> None:
+    """The settings statement a search runs sets ``hnsw.ef_search`` from ``pg_class.reltuples``
+    (set here by hand, as a superuser, to stand for a large table) by the same formula."""
+    import psycopg
+
+    from memvault.vectors.pgvector import auto_ef_search
+
+    async with PgVectorIndex(postgres_url(), 8, schema=schema) as index:
+        assert index.ef_search == "auto"
+        await index.upsert([VectorItem(f"v{i}", v, "r1", "t") for i, v in enumerate(random_set(500, 8, 3))])
+        await index.analyze()
+        async with await psycopg.AsyncConnection.connect(postgres_url()) as conn:
+            table = f'"{schema}"."memvault_vectors"'
+            if rows is not None:
+                await conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass", (rows, table))
+            cursor = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (table,))
+            estimate = (await cursor.fetchone())[0]  # type: ignore[index]
+            await conn.execute(index._sql["settings_auto"], (100, "relaxed_order", "20000"))
+            cursor = await conn.execute("SELECT current_setting('hnsw.ef_search')")
+            assert int((await cursor.fetchone())[0]) == auto_ef_search(estimate)  # type: ignore[index]
+        hits = await index.search(random_set(1, 8, 4)[0], resource_id="r1", top_k=10)
+        assert len(hits) == 10
+
+
 async def test_a_failing_bulk_load_still_leaves_the_index_built(schema: str) -> None:
     vectors = random_set(50, 8, seed=8)
     async def load_then_fail(index: PgVectorIndex) -> None:

@@ -64,7 +64,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -319,7 +319,7 @@ class PgVectorOptions:
     ``ef_search``, ``m`` and ``ef_construction``."""
 
     url: str
-    ef_search: int = 100
+    ef_search: int | Literal["auto"] = "auto"
     m: int = 16
     ef_construction: int = 64
     ef_sweep: tuple[int, ...] = ()
@@ -490,6 +490,10 @@ async def _measure_size(size: int, queries: int, seed: int, peer_budget_s: float
     extra: dict[str, Any] = {}
     if pg is not None:
         extra["pgvector"] = {"exact_fallbacks": pg.exact_fallbacks, **await pg.info()}
+        if pg.ef_search == "auto":
+            from memvault.vectors.pgvector import auto_ef_search
+
+            extra["pgvector"]["auto_ef_search"] = auto_ef_search(extra["pgvector"]["rows"], TOP_K)
         if sweep:
             say("pgvector ef_search sweep")
             extra["pgvector_ef_sweep"] = await _ef_sweep(pg, sweep, asked, truth, queries)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -199,8 +199,9 @@ def recall(
         "--pgvector", metavar="URL", help="Also measure PgVectorIndex (pgvector's HNSW) on this "
         "PostgreSQL server, e.g. postgresql://postgres@127.0.0.1:5432/db; each size uses a fresh "
         "schema, dropped afterwards.")] = None,
-    pgvector_ef_search: Annotated[int, typer.Option(
-        "--pgvector-ef-search", min=1, max=1000, help="hnsw.ef_search of the pgvector system.")] = 100,
+    pgvector_ef_search: Annotated[str, typer.Option(
+        "--pgvector-ef-search", metavar="auto|N", help="hnsw.ef_search of the pgvector system: "
+        "auto (PgVectorIndex's default: from the table's size) or 1 to 1000.")] = "auto",
     pgvector_ef_sweep: Annotated[str, typer.Option(
         "--pgvector-ef-sweep", metavar="N,N", help="Also measure these ef_search values "
         "(unfiltered p50 and recall@10) on the same pgvector index, e.g. 40,200,400.")] = "",
@@ -221,6 +222,12 @@ def recall(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--sizes") from None
 
+    ef_search: int | Literal["auto"] = "auto"
+    if pgvector_ef_search != "auto":
+        if not pgvector_ef_search.isdigit() or not 1 <= int(pgvector_ef_search) <= 1000:
+            raise typer.BadParameter("give auto or an integer from 1 to 1000",
+                                     param_hint="--pgvector-ef-search")
+        ef_search = int(pgvector_ef_search)
     try:
         sweep = tuple(int(v) for v in pgvector_ef_sweep.split(",") if v.strip())
         if any(not 1 <= v <= 1000 for v in sweep):
@@ -228,7 +235,7 @@ def recall(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--pgvector-ef-sweep") from None
     options = (None if pgvector is None
-               else bench_recall.PgVectorOptions(pgvector, ef_search=pgvector_ef_search, ef_sweep=sweep))
+               else bench_recall.PgVectorOptions(pgvector, ef_search=ef_search, ef_sweep=sweep))
 
     def measure(progress: Any = None) -> dict[str, Any]:
         return bench_recall.run(sizes=counts, queries=queries, seed=seed,
