@@ -104,3 +104,14 @@ def test_stats_leave_the_key_records_out_unless_asked(db: str) -> None:
     assert every["resources"] == {} and every["totals"]["resources"] == 0
     named = json.loads(memvault("stats", "--resource", "memvault:api-keys", "--db", db, "--json").stdout)
     assert named["resources"]["memvault:api-keys"]["states"] == 1
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["serve"], ["studio", "--no-open"]])
+def test_without_the_server_extra_the_commands_say_what_to_install(command: list[str], db: str) -> None:
+    """fastapi hidden from the import system, as in an install without the ``server`` extra."""
+    script = ("import sys; sys.modules['fastapi'] = None; from memvault.cli.app import main; "
+              f"sys.argv = ['memvault', *{[*command, '--db', db]!r}]; main()")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "pip install 'memvault[server]'" in done.stderr

@@ -349,7 +349,8 @@ async def test_auto_ef_search_is_set_from_the_tables_row_estimate(schema: str, r
         async with await psycopg.AsyncConnection.connect(postgres_url()) as conn:
             table = f'"{schema}"."memvault_vectors"'
             if rows is not None:
-                await conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass", (rows, table))
+                await conn.execute("UPDATE pg_class SET reltuples = %s WHERE oid = %s::regclass",
+                                   (rows, table))
             cursor = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (table,))
             estimate = (await cursor.fetchone())[0]  # type: ignore[index]
             await conn.execute(index._sql["settings_auto"], (100, "relaxed_order", "20000"))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memvault.cli.common import AsJson, Db, emit, fail, run
+from memvault.errors import MissingExtraError
 from memvault.memory import Memory
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def serve(
 ) -> None:
     """Serve the HTTP API (OpenAPI document at /openapi.json); callers need an API key
     (`memvault keys create`). Stop with Ctrl-C."""
+    _need_server()
     from memvault.server.run import port_of
     from memvault.server.run import serve as serve_api
 
@@ -40,13 +42,14 @@ def serve(
 
 def studio(
     db: Db = None,
-    port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: any free one).")] = 8766,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: any free one).")] = 8767,
     open_browser: Annotated[bool, typer.Option("--open/--no-open", help="Open the page in a browser.")]
     = False,
 ) -> None:
     """Serve the Studio page and the API on 127.0.0.1 with a new admin key that lives only as
     long as this process, and print the page's URL (the key is in the URL's #fragment, which the
     browser never sends to the server). Stop with Ctrl-C."""
+    _need_server()
     from memvault.server.keys import new_secret
     from memvault.server.run import port_of
     from memvault.server.run import serve as serve_api
@@ -62,6 +65,14 @@ def studio(
     run(serve_api(db, sock, extra_keys=[secret]))
 
 
+def _need_server() -> None:
+    """Exit with the install hint (not a traceback) when the ``server`` extra is missing."""
+    try:
+        import memvault.server  # noqa: F401
+    except MissingExtraError as exc:
+        fail(str(exc))
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """The bound socket, or exit with a message (port in use, unknown address)."""
     from memvault.server.run import bind
@@ -73,7 +84,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 keys = typer.Typer(help="Create, list and revoke the HTTP API's keys (stored hashed in the store).",
-                   no_args_is_help=True)
+                   no_args_is_help=True, callback=_need_server)
 
 
 @keys.command("create")
