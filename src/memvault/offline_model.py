@@ -39,7 +39,9 @@ MAX_SUMMARY_CHARS = 2_000
 
 _VALUE = r"([^.!?\n]{1,80}?)\s*(?:[.!?\n]|$)"
 _FACTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bmy name is\s+(\w[\w' -]{0,40}?)\s*(?:[.,!?\n]|$)", re.IGNORECASE), "Name"),
+    # a name ends at punctuation, or where the sentence goes on ("... Ada and I like tea")
+    (re.compile(r"\bmy name is\s+(\w[\w' -]{0,40}?)\s*(?:[.,;:!?\n]|\s(?:and|but|so|from|who|i)\b|$)",
+                re.IGNORECASE), "Name"),
     # "I'm Ada" but not "I'm tired": the name must start with a capital letter
     (re.compile(r"\b(?:[Ii]['\u2019]m|[Ii] am|[Cc]all me)\s+([A-Z][\w'-]{0,40})\b"), "Name"),
     (re.compile(r"\bI (?:really )?(?:like|love|prefer|enjoy)\s+" + _VALUE, re.IGNORECASE), "Likes"),

@@ -218,6 +218,8 @@ def test_choose_model_runs_offline_without_a_server_or_key() -> None:
 def test_the_offline_model_notes_facts_and_answers_from_memory() -> None:
     assert facts_of("Hi, I\u2019m Ada and I like green tea!") == ["- Name: Ada", "- Likes: green tea"]
     assert facts_of("my name is Ada Lovelace.") == ["- Name: Ada Lovelace"]
+    assert facts_of("My name is Ada and I like green tea") == ["- Name: Ada", "- Likes: green tea"]
+    assert facts_of("my name is Ada Lovelace from London") == ["- Name: Ada Lovelace"]
     assert facts_of("I'm tired") == []
     assert offline_reply([{"role": "system", "content": TITLE_INSTRUCTIONS},
                           {"role": "user", "content": "one two three four five six"}], None) == (
