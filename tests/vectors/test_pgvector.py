@@ -329,18 +329,18 @@ async def test_bulk_load_builds_the_hnsw_index_once_after_the_vectors(schema: st
 def test_auto_ef_search_grows_with_the_square_root_of_the_rows() -> None:
     from memvault.vectors.pgvector import auto_ef_search
 
-    assert [auto_ef_search(n) for n in (-1, 0, 10_000, 150_000, 600_000, 1_000_000, 10**9)] == [
-        100, 100, 100, 100, 200, 258, 1000]
+    assert [auto_ef_search(n) for n in (-1, 0, 10_000, 600_000, 1_000_000, 2_400_000, 10**9)] == [
+        200, 200, 200, 200, 258, 400, 1000]
     assert auto_ef_search(1000, top_k=300) == 300
 
 
-@pytest.mark.parametrize("rows", [None, 600_000.0, 1e6, 1e9])
+@pytest.mark.parametrize("rows", [None, 2.4e6, 1e6, 1e9])
 async def test_auto_ef_search_is_set_from_the_tables_row_estimate(schema: str, rows: float | None) -> None:
     """The settings statement a search runs sets ``hnsw.ef_search`` from ``pg_class.reltuples``
     (set here by hand, as a superuser, to stand for a large table) by the same formula."""
     import psycopg
 
-    from memvault.vectors.pgvector import auto_ef_search
+    from memvault.vectors.pgvector import AUTO_EF_BASE, auto_ef_search
 
     async with PgVectorIndex(postgres_url(), 8, schema=schema) as index:
         assert index.ef_search == "auto"
@@ -353,7 +353,7 @@ async def test_auto_ef_search_is_set_from_the_tables_row_estimate(schema: str, r
                                    (rows, table))
             cursor = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (table,))
             estimate = (await cursor.fetchone())[0]  # type: ignore[index]
-            await conn.execute(index._sql["settings_auto"], (100, "relaxed_order", "20000"))
+            await conn.execute(index._sql["settings_auto"], (AUTO_EF_BASE, "relaxed_order", "20000"))
             cursor = await conn.execute("SELECT current_setting('hnsw.ef_search')")
             assert int((await cursor.fetchone())[0]) == auto_ef_search(estimate)  # type: ignore[index]
         hits = await index.search(random_set(1, 8, 4)[0], resource_id="r1", top_k=10)
