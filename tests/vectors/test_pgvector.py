@@ -329,8 +329,8 @@ async def test_bulk_load_builds_the_hnsw_index_once_after_the_vectors(schema: st
 def test_auto_ef_search_grows_with_the_square_root_of_the_rows() -> None:
     from memvault.vectors.pgvector import auto_ef_search
 
-    assert [auto_ef_search(n) for n in (-1, 0, 10_000, 600_000, 1_000_000, 2_400_000, 10**9)] == [
-        200, 200, 200, 200, 258, 400, 1000]
+    assert [auto_ef_search(n) for n in (-1, 0, 10_000, 250_000, 1_000_000, 2_250_000, 10**9)] == [
+        200, 200, 200, 200, 400, 600, 1000]
     assert auto_ef_search(1000, top_k=300) == 300
 
 

@@ -93,7 +93,7 @@ _COPY_TRAILER = struct.pack(">h", -1)
 _NULL = struct.pack(">i", -1)
 AUTO_EF_BASE = 200
 """``ef_search="auto"``: the list length for tables up to :data:`AUTO_EF_ROWS` rows."""
-AUTO_EF_ROWS = 600_000
+AUTO_EF_ROWS = 250_000
 """``ef_search="auto"``: beyond this many rows the list grows with the square root of the rows."""
 _MEMORY_SETTING = re.compile(r"[1-9][0-9]{0,9}(kB|MB|GB|TB)")
 
@@ -112,12 +112,12 @@ class PgVectorIndex:
       ``top_k`` when smaller). pgvector's graph spans the whole table, and a larger graph needs a
       longer list for the same recall, so ``"auto"`` takes :func:`auto_ef_search` of the
       table's row estimate (``pg_class.reltuples``, read in the search's settings statement:
-      no extra round trip): 200 up to 600,000 rows, growing with the square root of the rows
-      beyond (258 at 1M), at most 1000. Measured on one graph per size (384-d, ``memvault
-      bench recall --pgvector --pgvector-ef-sweep 100,200,300``, graph built by
-      :meth:`bulk_load`): at 100k, recall@10 0.937 at 100 (p50 2.5 ms), 0.997 at 200 (2.8 ms);
-      at 1M, 0.907 at 100 (7.9 ms), 0.951 at 200 (9.9 ms), 0.981 at 258 (12.3 ms) and 300
-      (14.3 ms). pgvector's default 40 gave 0.92-0.95 at 100k. An integer fixes it.
+      no extra round trip): 200 up to 250,000 rows, growing with the square root of the rows
+      beyond (400 at 1M), at most 1000. Measured (384-d, ``memvault bench recall --pgvector
+      --pgvector-ef-sweep``, graphs built by :meth:`bulk_load`, which differ from build to
+      build): at 100k, recall@10 0.94-0.99 at 100, 0.99-1.0 at 200 (p50 3 ms); at 1M,
+      0.88-0.94 at 100, 0.94-0.98 at 258-300, 0.98-0.99 at 400-500 (p50 15-19 ms).
+      docs/benchmarks-recall.md has each run. An integer fixes it.
     - ``halfvec``: store half-precision vectors (half the space; scores and :meth:`get` lose
       precision).
     - ``iterative_scan``: pgvector 0.8's iterative index scan for filtered searches: ``True``
