@@ -217,7 +217,12 @@ class SemanticIndex:
         return await self.catch_up()
 
     async def _stored_resources(self) -> set[str]:
-        """The resources that have stored vectors (read through the store's vector cursor)."""
+        """The resources that may have stored vectors: the store's resources when it can list
+        them (every built-in store), else read through the store's vector cursor."""
+        from memvault.stores.export import ExportStore
+
+        if isinstance(self.store, ExportStore):
+            return set(await self.store.resource_ids())
         resources: set[str] = set()
         after = 0
         while rows := await self.store.load_embeddings(after=after, limit=_LOAD_BATCH):
