@@ -36,6 +36,27 @@ async def test_me(api: httpx.AsyncClient) -> None:
     assert me == {"resource_id": "ada", "admin": False, "key_id": me["key_id"], "name": "ada's agent"}
 
 
+async def test_messages_page_back_with_before(api: httpx.AsyncClient, memory: Memory) -> None:
+    texts = [{"id": f"m{i}", "role": "user", "parts": [{"type": "text", "text": f"line {i}"}]}
+             for i in range(1, 8)]
+    assert (await api.post("/v1/threads/t1/messages", json={"messages": texts})).status_code == 201
+    await memory.save_messages([{"id": "theirs", "role": "user", "parts": [TEXT]}],
+                               thread_id="t1", resource_id="bob")
+
+    async def page(**params: object) -> list[str]:
+        answer = await api.get("/v1/threads/t1/messages", params=params)
+        assert answer.status_code == 200, answer.text
+        return [m["id"] for m in answer.json()["messages"]]
+
+    assert await page(last_n=3) == ["m5", "m6", "m7"]
+    assert await page(last_n=3, before="m5") == ["m2", "m3", "m4"]
+    assert await page(last_n=3, before="m2") == ["m1"]
+    missing = await api.get("/v1/threads/t1/messages", params={"before": "nope"})
+    foreign = await api.get("/v1/threads/t1/messages", params={"before": "theirs"})
+    assert missing.status_code == 404
+    assert foreign.content == missing.content.replace(b"nope", b"theirs")
+
+
 async def test_threads_create_read_change_list_delete(api: httpx.AsyncClient) -> None:
     created = await api.post("/v1/threads", json={"id": "t1", "title": "Tea", "metadata": {"k": 1}})
     assert created.status_code == 201

@@ -91,10 +91,14 @@ async def _seed(db_url: str) -> Seeded:
 
         for n in range(22):  # more than a page of threads (the Studio asks for 20)
             await memory.create_thread(resource_id="carol", thread_id=f"carol-{n:02d}", title=f"Chat {n:02d}")
+        # more messages than the timeline's first page (the Studio shows the newest 500)
+        await memory.create_thread(resource_id="dave", thread_id="dave-long", title="A long chat")
+        await memory.save_messages([Message.user(f"line {n}", id=f"d{n:03d}") for n in range(1, 521)],
+                                   thread_id="dave-long", resource_id="dave")
     finally:
         await memory.close()
     seeded.counts = {"alice": {"threads": 2, "messages": 6}, "bob": {"threads": 1, "messages": 2},
-                     "carol": {"threads": 22, "messages": 0}}
+                     "carol": {"threads": 22, "messages": 0}, "dave": {"threads": 1, "messages": 520}}
     return seeded
 
 

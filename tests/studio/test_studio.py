@@ -179,6 +179,19 @@ def test_a_bad_key_shows_an_error_and_the_key_box(watched: Watched, studio: Stud
     expect(page.locator("#error")).to_be_hidden()
 
 
+def test_a_long_timeline_loads_older_messages_on_demand(watched: Watched, studio: Studio) -> None:
+    page = open_studio(watched, studio, "dave")
+    open_thread(page, "dave-long")
+    messages = page.locator("#timeline li.message")
+    expect(messages).to_have_count(500)
+    expect(messages.first).to_contain_text("line 21")
+    page.get_by_role("button", name="Load older messages").click()
+    expect(messages).to_have_count(520)
+    expect(messages.first).to_contain_text("line 1")
+    expect(messages.last).to_contain_text("line 520")
+    expect(page.get_by_role("button", name="Load older messages")).to_have_count(0)
+
+
 def test_threads_page_through_next_cursor_and_delete(watched: Watched, studio: Studio) -> None:
     page = open_studio(watched, studio, "carol")
     more = page.get_by_role("button", name="More threads")

@@ -20,11 +20,15 @@ async def get_messages(
     resource_id: ResourceDep,
     memory: MemoryDep,
     last_n: Annotated[int | None, Query(ge=1, le=100_000, description="Only the newest N.")] = None,
+    before: Annotated[str | None, Query(description=(
+        "Only the messages before this message id (to page back: the first id of the previous "
+        "page)."))] = None,
 ) -> Messages:
-    """The thread's messages in order (all, or the newest ``last_n``); 404 for no such thread."""
+    """The thread's messages in order (all, or the newest ``last_n``, of those ``before`` a
+    message id when given); 404 for no such thread, or a ``before`` id not in it."""
     await owned_thread(memory, resource_id, thread_id)
     return Messages(messages=await memory.get_messages(thread_id=thread_id, resource_id=resource_id,
-                                                       last_n=last_n))
+                                                       last_n=last_n, before=before))
 
 
 @router.post("", status_code=201)

@@ -16,6 +16,8 @@
     thread: null,      // the open thread (a Thread object)
     cursor: null,      // next_cursor of the thread list
     titles: new Map(), // thread id -> title, from the thread list
+    timeline: [],      // the open thread's messages shown, oldest first
+    olderFrom: null,   // the first message id once no older ones are left
   };
 
   const $ = (id) => document.getElementById(id);
@@ -325,6 +327,8 @@
   async function openThread(thread) {
     showError("");
     showThread(thread);
+    state.timeline = [];
+    state.olderFrom = null;
     const list = $("timeline");
     clear(list);
     list.setAttribute("aria-busy", "true");
@@ -337,7 +341,8 @@
       return;
     }
     if (!fresh()) return;
-    renderTimeline(data.messages || []);
+    state.timeline = data.messages || [];
+    renderTimeline(state.timeline);
     list.removeAttribute("aria-busy");
     if (wmThreadId() !== null) await loadWorkingMemory();
   }
@@ -375,11 +380,31 @@
     for (const message of sorted) {
       for (const part of message.parts || []) if (part.type === "tool-call") calls.add(part.tool_call_id);
     }
-    if (sorted.length >= TIMELINE_MAX) {
-      list.append(el("li", { class: "muted", text: `Showing the newest ${TIMELINE_MAX} messages.` }));
+    if (sorted.length >= TIMELINE_MAX && state.olderFrom !== sorted[0].id) {
+      const older = el("button", { type: "button", id: "timeline-older", text: "Load older messages" });
+      older.addEventListener("click", () => loadOlder(sorted[0].id));
+      list.append(el("li", { class: "muted" }, `Showing the newest ${sorted.length} messages. `, older));
     }
     for (const message of sorted) list.append(messageItem(message, results, calls));
     if (!sorted.length) list.append(el("li", { class: "muted", text: "This thread has no messages." }));
+  }
+
+  async function loadOlder(firstId) {
+    const thread = state.thread;
+    if (!thread) return;
+    const fresh = ticket("thread");
+    let data;
+    try {
+      data = await api("GET", `/v1/threads/${encodeURIComponent(thread.id)}/messages${q({ before: firstId, last_n: TIMELINE_MAX })}`);
+    } catch (err) {
+      if (fresh()) fail(err, "Loading older messages");
+      return;
+    }
+    if (!fresh()) return;
+    const older = data.messages || [];
+    if (older.length < TIMELINE_MAX) state.olderFrom = older.length ? older[0].id : firstId;
+    state.timeline = [...older, ...state.timeline];
+    renderTimeline(state.timeline);
   }
 
   function messageItem(message, results, calls) {
