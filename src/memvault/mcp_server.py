@@ -157,11 +157,6 @@ class MemoryServer:
     def __init__(self, memory: Memory, resource_id: str) -> None:
         self.memory = memory
         self.resource_id = check_id(resource_id)
-        # Views of the same store for the user's note and for a thread's (``thread_id``),
-        # whatever scope the memory's own options give.
-        self._notes_views = {scope: Memory(memory.store, dataclasses.replace(
-            memory.options, working_memory=dataclasses.replace(memory.options.working_memory, scope=scope)))
-            for scope in ("resource", "thread")}
         self._recall_options = memory_tools.MemoryTools(memory, resource_id=self.resource_id).search_options
 
     def server(self) -> MCPServer:
@@ -266,8 +261,8 @@ class MemoryServer:
         when it was never written)."""
         with _tool_errors():
             await self._check_thread(thread_id)
-            content = await self._notes(thread_id).get_working_memory(resource_id=self.resource_id,
-                                                                       thread_id=thread_id)
+            notes = self.memory.working_memory_view(thread_id)
+            content = await notes.get_working_memory(resource_id=self.resource_id, thread_id=thread_id)
         return WorkingMemory(thread_id=thread_id, content=content)
 
     async def update_working_memory(
@@ -285,12 +280,9 @@ class MemoryServer:
             if not content.strip() and mode == "append":
                 raise ValidationError("content is empty: give the text to add")
             await self._check_thread(thread_id)
-            note = await self._notes(thread_id).update_working_memory(
+            note = await self.memory.working_memory_view(thread_id).update_working_memory(
                 content, resource_id=self.resource_id, thread_id=thread_id, mode=mode)
         return WorkingMemory(thread_id=thread_id, content=note)
-
-    def _notes(self, thread_id: str | None) -> Memory:
-        return self._notes_views["resource" if thread_id is None else "thread"]
 
 
 def build_server(memory: Memory, resource_id: str) -> MCPServer:

@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from memvault.memory import Memory
 from memvault.recall import RecallHit
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
 from memvault.server.routes.common import check_thread
@@ -22,7 +21,6 @@ from memvault.server.schemas import (
     WorkingMemoryIn,
 )
 from memvault.stats import resource_stats
-from memvault.working_memory import Scope
 
 router = APIRouter(prefix="/v1", tags=["lookup"], responses=ERRORS)
 ThreadQuery = Annotated[str | None, Query(description="Only this thread (404 if the resource has none).")]
@@ -63,25 +61,14 @@ def _hit(hit: RecallHit) -> RecallHitOut:
                         lexical_score=hit.lexical_score, vector_score=hit.vector_score)
 
 
-def _scoped(memory: Memory, thread_id: str | None) -> Memory:
-    """A view of ``memory`` whose working memory is the thread's (with a thread) or the
-    resource's, with the same store and merge rules."""
-    scope: Scope = "resource" if thread_id is None else "thread"
-    if memory.options.working_memory.scope == scope:
-        return memory
-    options = dataclasses.replace(
-        memory.options, working_memory=dataclasses.replace(memory.options.working_memory, scope=scope))
-    return Memory(memory.store, options)
-
-
 @router.get("/working-memory")
 async def get_working_memory(
     resource_id: ResourceDep, memory: MemoryDep, thread_id: ThreadQuery = None
 ) -> WorkingMemory:
     """The resource's working memory, or with ``thread_id`` that thread's (null: never written)."""
     await check_thread(memory, resource_id, thread_id)
-    content = await _scoped(memory, thread_id).get_working_memory(resource_id=resource_id,
-                                                                  thread_id=thread_id)
+    notes = memory.working_memory_view(thread_id)
+    content = await notes.get_working_memory(resource_id=resource_id, thread_id=thread_id)
     return WorkingMemory(content=content)
 
 
@@ -91,7 +78,7 @@ async def put_working_memory(
 ) -> WorkingMemory:
     """Replace the working memory (the resource's, or with ``thread_id`` that thread's)."""
     await check_thread(memory, resource_id, body.thread_id)
-    content = await _scoped(memory, body.thread_id).update_working_memory(
+    content = await memory.working_memory_view(body.thread_id).update_working_memory(
         body.content, resource_id=resource_id, thread_id=body.thread_id, mode="replace")
     return WorkingMemory(content=content)
 
