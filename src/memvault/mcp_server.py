@@ -42,6 +42,7 @@ from memvault.memory import Memory
 from memvault.model import Message, TextPart, check_id
 from memvault.options import MemoryOptions
 from memvault.recall import RecallHit
+from memvault.working_memory import scoped_view
 
 Transport = Literal["stdio", "http"]
 MAX_PAGE = 100
@@ -261,7 +262,7 @@ class MemoryServer:
         when it was never written)."""
         with _tool_errors():
             await self._check_thread(thread_id)
-            notes = self.memory.working_memory_view(thread_id)
+            notes = scoped_view(self.memory, thread_id)
             content = await notes.get_working_memory(resource_id=self.resource_id, thread_id=thread_id)
         return WorkingMemory(thread_id=thread_id, content=content)
 
@@ -280,7 +281,7 @@ class MemoryServer:
             if not content.strip() and mode == "append":
                 raise ValidationError("content is empty: give the text to add")
             await self._check_thread(thread_id)
-            note = await self.memory.working_memory_view(thread_id).update_working_memory(
+            note = await scoped_view(self.memory, thread_id).update_working_memory(
                 content, resource_id=self.resource_id, thread_id=thread_id, mode=mode)
         return WorkingMemory(thread_id=thread_id, content=note)
 

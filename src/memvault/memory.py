@@ -15,12 +15,11 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from memvault import history as history_window
 from memvault import working_memory as wm
@@ -418,17 +417,6 @@ class Memory:
         return await self.store.delete_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
     # working memory
-
-    def working_memory_view(self, thread_id: str | None) -> Memory:
-        """This memory (same store, same merge rules), with its working memory the thread's when
-        ``thread_id`` is given and the resource's otherwise: for faces that let the caller pick
-        which note to read or write. ``self`` when the scope already matches; else a view
-        without the embedder (working memory needs none)."""
-        scope: Literal["resource", "thread"] = "resource" if thread_id is None else "thread"
-        if self.options.working_memory.scope == scope:
-            return self
-        notes = dataclasses.replace(self.options.working_memory, scope=scope)
-        return Memory(self.store, dataclasses.replace(self.options, working_memory=notes))
 
     @traced("get_working_memory")
     async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:

@@ -21,6 +21,7 @@ from memvault.server.schemas import (
     WorkingMemoryIn,
 )
 from memvault.stats import resource_stats
+from memvault.working_memory import scoped_view
 
 router = APIRouter(prefix="/v1", tags=["lookup"], responses=ERRORS)
 ThreadQuery = Annotated[str | None, Query(description="Only this thread (404 if the resource has none).")]
@@ -67,7 +68,7 @@ async def get_working_memory(
 ) -> WorkingMemory:
     """The resource's working memory, or with ``thread_id`` that thread's (null: never written)."""
     await check_thread(memory, resource_id, thread_id)
-    notes = memory.working_memory_view(thread_id)
+    notes = scoped_view(memory, thread_id)
     content = await notes.get_working_memory(resource_id=resource_id, thread_id=thread_id)
     return WorkingMemory(content=content)
 
@@ -78,7 +79,7 @@ async def put_working_memory(
 ) -> WorkingMemory:
     """Replace the working memory (the resource's, or with ``thread_id`` that thread's)."""
     await check_thread(memory, resource_id, body.thread_id)
-    content = await memory.working_memory_view(body.thread_id).update_working_memory(
+    content = await scoped_view(memory, body.thread_id).update_working_memory(
         body.content, resource_id=resource_id, thread_id=body.thread_id, mode="replace")
     return WorkingMemory(content=content)
 
