@@ -24,7 +24,18 @@ from typing import TYPE_CHECKING, Any
 from memvault import history as history_window
 from memvault import working_memory as wm
 from memvault.errors import MessageTooLargeError, NotFoundError, ValidationError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, check_id, check_json
+from memvault.model import (
+    Message,
+    SearchHit,
+    State,
+    Summary,
+    Thread,
+    ThreadPage,
+    check_json,
+)
+from memvault.model import (
+    valid_id as _id,
+)
 from memvault.options import MemoryOptions
 from memvault.recall import RecallOptions, RecallResult
 from memvault.recall import recall as recall_messages
@@ -39,15 +50,6 @@ if TYPE_CHECKING:
     from memvault.runtime.turn import Turn, TurnOptions
 
 logger = logging.getLogger("memvault")
-
-
-def _id(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    try:
-        return check_id(value)
-    except ValueError as exc:
-        raise ValidationError(f"{name}: {exc}") from None
 
 
 class Memory:
@@ -401,7 +403,7 @@ class Memory:
         summariser won, or the message is gone). Raises :class:`NotFoundError` for an unknown
         message and :class:`ValidationError` for bad text."""
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
-        check_id(through_message_id)
+        _id(through_message_id, "through_message_id")
         Summary(resource_id=resource_id, thread_id=thread_id, text=text, through_seq=1,
                 through_message_id=through_message_id)  # checks the text before any read
         found = await self.store.get_messages(resource_id, thread_id, MessageQuery(ids=[through_message_id]))

@@ -84,6 +84,28 @@ def check_id(value: str) -> str:
     return value
 
 
+def valid_id(value: Any, name: str) -> str:
+    """``value`` checked as an id (see :func:`check_id`) for a public call: anything else raises
+    :class:`memvault.errors.ValidationError` naming the argument ``name``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        return check_id(value)
+    except ValueError as exc:
+        raise ValidationError(f"{name}: {exc}") from None
+
+
+RESOURCE_NOTE_KEY = "resource"
+"""The store key of a resource's working-memory note."""
+
+
+def note_key(thread_id: str | None) -> str:
+    """The store key of a working-memory note: :data:`RESOURCE_NOTE_KEY` for the resource's
+    note (``thread_id`` ``None``), ``"thread:<id>"`` for one thread's note. Stores delete a
+    thread's note with the thread under this key."""
+    return RESOURCE_NOTE_KEY if thread_id is None else f"thread:{thread_id}"
+
+
 def as_utc(value: datetime) -> datetime:
     """Naive datetimes are taken as UTC; aware ones are converted to UTC."""
     if value.tzinfo is None:

@@ -26,7 +26,7 @@ from memvault.errors import ValidationError
 
 if TYPE_CHECKING:
     from memvault.memory import Memory
-from memvault.model import check_json, check_text
+from memvault.model import check_json, check_text, note_key
 
 Scope = Literal["resource", "thread"]
 Mode = Literal["append", "replace"]
@@ -79,10 +79,10 @@ class WorkingMemoryOptions:
 def key(scope: Scope, thread_id: str | None) -> str:
     """The store key of a working memory: ``"resource"`` or ``"thread:<id>"``."""
     if scope == "resource":
-        return "resource"
+        return note_key(None)
     if not thread_id:
         raise ValidationError("thread-scoped working memory needs a thread_id")
-    return f"thread:{thread_id}"
+    return note_key(thread_id)
 
 
 def deep_merge(current: Any, update: Any) -> Any:

@@ -50,8 +50,8 @@ from memvault.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    check_id,
     check_json,
+    valid_id,
 )
 
 if TYPE_CHECKING:
@@ -84,15 +84,6 @@ def _sdk_settings() -> ModuleType:
             "MemvaultSession (the OpenAI Agents SDK session)", "agents", "openai-agents"
         ) from exc
     return session_settings
-
-
-def _checked_id(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    try:
-        return check_id(value)
-    except ValueError as exc:
-        raise ValidationError(f"{name}: {exc}") from None
 
 
 # ---------------------------------------------------------------- SDK item -> memvault
@@ -224,8 +215,8 @@ class MemvaultSession:
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         settings = _sdk_settings()
-        self.session_id = _checked_id(session_id, "session_id")
-        self.resource_id = _checked_id(resource_id, "resource_id")
+        self.session_id = valid_id(session_id, "session_id")
+        self.resource_id = valid_id(resource_id, "resource_id")
         self.memory = memory
         if isinstance(session_settings, Mapping):
             session_settings = dict(session_settings)

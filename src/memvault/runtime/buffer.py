@@ -53,9 +53,9 @@ from memvault.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    check_id,
     check_text,
     new_id,
+    valid_id,
 )
 
 AGENT_ID = "agent_id"
@@ -73,15 +73,6 @@ class UnknownToolCallError(ValidationError):
             "add the call (add_tool_call or add_step) before its result"
         )
         self.tool_call_id = tool_call_id
-
-
-def _checked(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{name} must be a string, got {type(value).__name__}")
-    try:
-        return check_id(value)
-    except ValueError as exc:
-        raise ValidationError(f"{name}: {exc}") from None
 
 
 def _delta(value: Any) -> str:
@@ -144,8 +135,8 @@ class ConversationBuffer:
         turn_id: str | None = None,
         retry: bool = False,
     ) -> None:
-        self.thread_id = _checked(thread_id, "thread_id")
-        self.resource_id = _checked(resource_id, "resource_id")
+        self.thread_id = valid_id(thread_id, "thread_id")
+        self.resource_id = valid_id(resource_id, "resource_id")
         self.turn_id: str | None = None
         self._entries: list[_Entry] = []
         self._position: dict[str, int] = {}
@@ -205,7 +196,7 @@ class ConversationBuffer:
 
     def start_turn(self, turn_id: str | None) -> None:
         """Begin a turn: close the open assistant message; new ids derive from ``turn_id``."""
-        self.turn_id = None if turn_id is None else _checked(turn_id, "turn_id")
+        self.turn_id = None if turn_id is None else valid_id(turn_id, "turn_id")
         self._open = None
 
     def add(self, message: Message) -> str:
@@ -401,7 +392,7 @@ class ConversationBuffer:
 
     def _assistant(self, agent_id: str | None, agent_name: str | None, step: Message | None = None) -> _Entry:
         """The open assistant message of ``agent_id``, or a new one (which becomes the open one)."""
-        agent = None if agent_id is None else _checked(agent_id, "agent_id")
+        agent = None if agent_id is None else valid_id(agent_id, "agent_id")
         last = self._entries[-1] if self._entries else None
         if self._open is not None and last is not None and self._open == (last.message.id, agent):
             return last

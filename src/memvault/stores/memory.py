@@ -14,7 +14,7 @@ from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.lexical import index_text, query_groups, stem, tokens
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.stores.base import (
     ALL_MESSAGES,
     UNSET,
@@ -121,7 +121,7 @@ class InMemoryStore:
         if resource is None or thread_id not in resource.threads:
             return False
         del resource.threads[thread_id]
-        resource.working_memory.pop(f"thread:{thread_id}", None)
+        resource.working_memory.pop(note_key(thread_id), None)
         return True
 
     # messages

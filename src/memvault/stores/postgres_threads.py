@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from memvault.errors import ThreadExistsError, ThreadNotFoundError
-from memvault.model import Thread, ThreadPage
+from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
 from memvault.stores.base import Deleted
 from memvault.stores.common import changed_thread, encode_cursor, to_micros
@@ -88,7 +88,7 @@ async def delete_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
     )
     await conn.execute(
         "DELETE FROM working_memory WHERE resource_id = %s AND key = %s",
-        (resource_id, f"thread:{thread_id}"),
+        (resource_id, note_key(thread_id)),
     )
     return cursor.rowcount > 0
 

@@ -31,7 +31,7 @@ from memvault.errors import (
     ThreadNotFoundError,
 )
 from memvault.lexical import fts5_match, index_text, query_groups, stem
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.stores import rows
 from memvault.stores import sqlite_export as export
 from memvault.stores import sqlite_summaries as summaries
@@ -333,7 +333,7 @@ def _delete_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) -
     conn.execute("DELETE FROM messages WHERE resource_id = ? AND thread_id = ?", key)
     conn.execute(
         "DELETE FROM working_memory WHERE resource_id = ? AND key = ?",
-        (resource_id, f"thread:{thread_id}"),
+        (resource_id, note_key(thread_id)),
     )
     return conn.execute("DELETE FROM threads WHERE resource_id = ? AND id = ?", key).rowcount > 0
 
