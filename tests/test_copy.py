@@ -28,7 +28,7 @@ from memvault.cli.app import app
 from memvault.copy import CopyProgress, CopyReport, Digest, copy_store, digest, threads_of
 from memvault.errors import ConfigurationError
 from memvault.model import DataPart, ImagePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from memvault.stores.export import ExportStore
+from memvault.stores.capabilities import ExportStore
 
 MODEL = ("test/embedder", 3)
 

@@ -19,7 +19,7 @@ Derived search indexes are rebuilt by the target as it saves.
 The target must be empty (no resource, no embedding model): :func:`copy_store` raises
 :class:`~memvault.errors.ConfigurationError` otherwise, since merging into existing data would
 make the copy neither the source nor the target. There is no force option; copy into a fresh
-file or schema. Both stores must implement :class:`~memvault.stores.export.ExportStore` (the
+file or schema. Both stores must implement :class:`~memvault.stores.capabilities.ExportStore` (the
 built-in ones do). The source should not be written to during the copy; it is not locked.
 
 When the copy is done, :func:`digest` is computed on both sides and compared: a count and a
@@ -39,8 +39,8 @@ from memvault.errors import ConfigurationError
 from memvault.memory import Memory
 from memvault.model import Message, Thread
 from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
+from memvault.stores.capabilities import CompleteStore, require_complete
 from memvault.stores.common import to_micros
-from memvault.stores.export import ExportStore
 
 BATCH = 500
 """Messages saved per ``save_messages`` call (one transaction) and vectors per ``save_embeddings``."""
@@ -96,17 +96,8 @@ class CopyReport:
 ProgressCallback = Callable[[CopyProgress], None]
 
 
-def _store(value: Memory | Store) -> Store:
-    return value.store if isinstance(value, Memory) else value
-
-
-def _exporter(store: Store, side: str) -> ExportStore:
-    if not isinstance(store, ExportStore):
-        raise ConfigurationError(
-            f"the {side} store ({type(store).__name__}) cannot list its contents (it does not implement "
-            "memvault.stores.export.ExportStore), so it cannot be copied"
-        )
-    return store
+def _store(value: Memory | Store, side: str) -> CompleteStore:
+    return require_complete(value.store if isinstance(value, Memory) else value, f"the {side} store")
 
 
 async def threads_of(store: Store, resource_id: str) -> list[Thread]:
@@ -133,7 +124,7 @@ async def messages_of(store: Store, resource_id: str, thread_id: str) -> AsyncIt
         after = page[-1].id
 
 
-async def _embeddings(store: Store) -> list[tuple[str, str, str, bytes]]:
+async def _embeddings(store: CompleteStore) -> list[tuple[str, str, str, bytes]]:
     rows: list[tuple[str, str, str, bytes]] = []
     after = 0
     while True:
@@ -151,15 +142,14 @@ async def copy_store(
     verify both sides' :func:`digest`. Raises :class:`ConfigurationError` when the target is not
     empty or a store cannot be enumerated; a store failure propagates (the target then holds a
     partial copy: drop it and copy again)."""
-    src, dst = _store(source), _store(target)
-    src_x, dst_x = _exporter(src, "source"), _exporter(dst, "target")
-    if await dst_x.resource_ids() or await dst.embedding_model() is not None:
+    src, dst = _store(source, "source"), _store(target, "target")
+    if await dst.resource_ids() or await dst.embedding_model() is not None:
         raise ConfigurationError(
             "the target store is not empty; copy into a new file or an unused PostgreSQL schema"
         )
     report = progress or (lambda _: None)
     copied = dict.fromkeys(KINDS, 0)
-    resources = await src_x.resource_ids()
+    resources = await src.resource_ids()
     for number, resource_id in enumerate(resources, 1):
         copied["resources"] += 1
         threads = await threads_of(src, resource_id)
@@ -172,10 +162,10 @@ async def copy_store(
                 for saved in await dst.save_messages(resource_id, thread.id, batch):
                     assert saved.seq is not None
                     new_seq[saved.id] = saved.seq
-            await dst_x.restore_thread(thread)  # after the messages: saving bumps updated_at
+            await dst.restore_thread(thread)  # after the messages: saving bumps updated_at
             summary = await src.get_summary(resource_id, thread.id)
             if summary is not None and summary.through_message_id in new_seq:
-                await dst_x.restore_summary(
+                await dst.restore_summary(
                     summary.model_copy(update={"through_seq": new_seq[summary.through_message_id]})
                 )
                 copied["summaries"] += 1
@@ -185,15 +175,15 @@ async def copy_store(
                                 copied["messages"]))
         report(CopyProgress("records", resource_id, number, len(resources), len(threads), len(threads),
                             copied["messages"]))
-        for key in await src_x.working_memory_keys(resource_id):
+        for key in await src.working_memory_keys(resource_id):
             content = await src.get_working_memory(resource_id, key)
             if content is not None:
                 await dst.update_working_memory(resource_id, key, _replace_with(content))
                 copied["working_memories"] += 1
-        for key in await src_x.state_keys(resource_id):
+        for key in await src.state_keys(resource_id):
             state = await src.get_state(resource_id, key)
             if state is not None:
-                await dst_x.restore_state(state)
+                await dst.restore_state(state)
                 copied["states"] += 1
     model = await src.embedding_model()
     if model is not None:
@@ -224,8 +214,7 @@ async def digest(store: Memory | Store) -> Digest:
     Messages are identified by their position in the thread (1..n), not their seq, and a
     summary by its ``through_message_id``, so a copy with renumbered seqs digests the same.
     Embeddings are digested with the model and dimensions, in (resource, thread, message) order."""
-    st = _store(store)
-    ex = _exporter(st, "digested")
+    st = _store(store, "digested")
     hashes = {k: hashlib.sha256() for k in KINDS}
     counts = dict.fromkeys(KINDS, 0)
 
@@ -233,7 +222,7 @@ async def digest(store: Memory | Store) -> Digest:
         counts[kind] += 1
         hashes[kind].update(_canonical(value) + b"\n")
 
-    for resource_id in await ex.resource_ids():
+    for resource_id in await st.resource_ids():
         add("resources", resource_id)
         for t in await threads_of(st, resource_id):
             add("threads", [resource_id, t.id, t.title, t.metadata, to_micros(t.created_at),
@@ -247,9 +236,9 @@ async def digest(store: Memory | Store) -> Digest:
             if s is not None:
                 add("summaries", [resource_id, t.id, s.text, s.through_message_id, s.version,
                                   to_micros(s.updated_at)])
-        for key in await ex.working_memory_keys(resource_id):
+        for key in await st.working_memory_keys(resource_id):
             add("working_memories", [resource_id, key, await st.get_working_memory(resource_id, key)])
-        for key in await ex.state_keys(resource_id):
+        for key in await st.state_keys(resource_id):
             state = await st.get_state(resource_id, key)
             if state is not None:
                 add("states", [resource_id, key, state.value, state.status, state.version,

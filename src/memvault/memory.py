@@ -42,6 +42,12 @@ from memvault.recall import recall as recall_messages
 from memvault.semantic import SemanticIndex
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+from memvault.stores.capabilities import (
+    require_embeddings,
+    require_full_text,
+    require_states,
+    require_summaries,
+)
 from memvault.telemetry import traced
 from memvault.vectors.base import VectorIndex
 
@@ -76,7 +82,7 @@ class Memory:
         if embedder is not None:
             from memvault.embeddings import resolve_embedder
 
-            self.semantic = SemanticIndex(store, resolve_embedder(embedder), vector_index)
+            self.semantic = SemanticIndex(require_embeddings(store), resolve_embedder(embedder), vector_index)
 
     @classmethod
     async def open(
@@ -340,7 +346,7 @@ class Memory:
         if not isinstance(query, str):
             raise ValidationError(f"query must be a string, got {type(query).__name__}")
         thread = _id(thread_id, "thread_id") if thread_id is not None else None
-        return await self.store.search_messages(
+        return await require_full_text(self.store).search_messages(
             _id(resource_id, "resource_id"), query.replace("\x00", " ").encode(
                 "utf-8", "replace").decode(), thread_id=thread, limit=limit
         )
@@ -374,7 +380,7 @@ class Memory:
     async def reindex(self) -> dict[str, int]:
         """Rebuild the derived data from the messages: the full-text index, and the vectors
         (with the current embedder, e.g. after changing models). Returns counts."""
-        counts = {"search_rows": await self.store.rebuild_search_index()}
+        counts = {"search_rows": await require_full_text(self.store).rebuild_search_index()}
         if (semantic := await self._start()) is not None:
             counts["vectors"] = await semantic.reindex()
         return counts
@@ -385,7 +391,8 @@ class Memory:
     async def get_summary(self, *, thread_id: str, resource_id: str) -> Summary | None:
         """The thread's running summary (``None`` when there is none): see
         :class:`memvault.model.Summary` for what it covers and what deletes it."""
-        return await self.store.get_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+        summaries = require_summaries(self.store)
+        return await summaries.get_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
     @traced("save_summary")
     async def save_summary(
@@ -411,12 +418,13 @@ class Memory:
             raise NotFoundError(f"message {through_message_id!r} is not in thread {thread_id!r}")
         summary = Summary(resource_id=resource_id, thread_id=thread_id, text=text,
                           through_seq=found[0].seq, through_message_id=through_message_id)
-        return await self.store.save_summary(summary, expected_version=expected_version)
+        return await require_summaries(self.store).save_summary(summary, expected_version=expected_version)
 
     @traced("delete_summary")
     async def delete_summary(self, *, thread_id: str, resource_id: str) -> bool:
         """Delete the thread's summary (the next one is made afresh); ``False`` when none."""
-        return await self.store.delete_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
+        summaries = require_summaries(self.store)
+        return await summaries.delete_summary(_id(resource_id, "resource_id"), _id(thread_id, "thread_id"))
 
     # working memory
 
@@ -470,14 +478,14 @@ class Memory:
     @traced("get_state")
     async def get_state(self, *, resource_id: str, key: str) -> State | None:
         """A state saved under ``key`` (e.g. a suspended run's id), or ``None``."""
-        return await self.store.get_state(_id(resource_id, "resource_id"), _id(key, "key"))
+        return await require_states(self.store).get_state(_id(resource_id, "resource_id"), _id(key, "key"))
 
     @traced("set_state")
     async def set_state(
         self, value: Any, *, resource_id: str, key: str, status: str | None = None
     ) -> State:
         """Write a state unconditionally; its version grows by one."""
-        state = await self.store.set_state(
+        state = await require_states(self.store).set_state(
             _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status
         )
         assert state is not None
@@ -495,7 +503,7 @@ class Memory:
     ) -> State | None:
         """Write only if the state is at ``expected_version`` (``None``: does not exist yet).
         Returns the new state, or ``None`` when another writer got there first."""
-        return await self.store.set_state(
+        return await require_states(self.store).set_state(
             _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status,
             expected_version=expected_version,
         )
@@ -505,11 +513,12 @@ class Memory:
         self, *, resource_id: str, status: str | None = None, limit: int = 100
     ) -> list[State]:
         """The resource's states, optionally only those with ``status``, newest first."""
-        return await self.store.list_states(_id(resource_id, "resource_id"), status=status, limit=limit)
+        states = require_states(self.store)
+        return await states.list_states(_id(resource_id, "resource_id"), status=status, limit=limit)
 
     @traced("delete_state")
     async def delete_state(self, *, resource_id: str, key: str) -> bool:
-        return await self.store.delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
+        return await require_states(self.store).delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
 
 
 def _json(value: Any) -> Any:

@@ -33,7 +33,7 @@ import numpy as np
 from memvault.errors import ConfigurationError
 from memvault.model import Message, TextPart, ToolResultPart
 from memvault.recall.types import MessageRef, VectorMatch
-from memvault.stores.base import EmbeddingStore
+from memvault.stores.capabilities import EmbeddingStore
 from memvault.stores.common import embedding_mismatch
 from memvault.vectors.base import VectorIndex, VectorItem
 
@@ -219,7 +219,7 @@ class SemanticIndex:
     async def _stored_resources(self) -> set[str]:
         """The resources that may have stored vectors: the store's resources when it can list
         them (every built-in store), else read through the store's vector cursor."""
-        from memvault.stores.export import ExportStore
+        from memvault.stores.capabilities import ExportStore
 
         if isinstance(self.store, ExportStore):
             return set(await self.store.resource_ids())

@@ -1,7 +1,7 @@
 """How much a resource has stored: its threads, messages, summaries, working memories and states.
 
 Used by ``memvault stats`` and the HTTP API's ``/v1/stats`` and ``/v1/resources``. The store
-counts (:meth:`~memvault.stores.export.ExportStore.record_counts`: one SQL statement over
+counts (:meth:`~memvault.stores.capabilities.ExportStore.record_counts`: one SQL statement over
 indexes led by the resource id), so no record is read.
 
 Example::
@@ -16,7 +16,7 @@ from __future__ import annotations
 from memvault.errors import ConfigurationError
 from memvault.reserved import RESERVED_RESOURCES
 from memvault.stores import Store
-from memvault.stores.export import ExportStore
+from memvault.stores.capabilities import ExportStore
 
 STAT_KINDS = ("threads", "messages", "summaries", "working_memories", "states")
 """The counted kinds, in display order: the keys of every :func:`resource_stats` answer."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memvault import ConfigurationError, Memory, Message
-from memvault.stores.base import EmbeddingStore
+from memvault.stores.capabilities import EmbeddingStore
 
 V = b"\x00\x00\x80?" * 2  # float32 [1.0, 1.0]
 

@@ -32,10 +32,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memvault.cli.common import AsJson, Db, emit, fail, run
 from memvault.copy import BATCH, messages_of, threads_of
-from memvault.errors import ConfigurationError
 from memvault.memory import Memory
 from memvault.model import Message, State, Summary, Thread
-from memvault.stores.export import ExportStore
+from memvault.stores.capabilities import CompleteStore, require_complete
 
 Advance = Callable[[int], None]
 KINDS = ("thread", "message", "summary", "working_memory", "state")
@@ -58,10 +57,8 @@ def _progress(show: bool, label: str, total: int | None) -> Iterator[Advance]:
         yield lambda n: bar.advance(task, n)
 
 
-def _exporter(memory: Memory) -> ExportStore:
-    if not isinstance(memory.store, ExportStore):
-        raise ConfigurationError(f"{type(memory.store).__name__} cannot list its contents")
-    return memory.store
+def _exporter(memory: Memory) -> CompleteStore:
+    return require_complete(memory.store)
 
 
 def export(
@@ -98,7 +95,7 @@ async def _export(url: str | None, only: str | None, sink: IO[str], show: bool) 
         sink.write(json.dumps({"kind": kind, **record}, ensure_ascii=False) + "\n")
 
     async with await Memory.open(url) as memory:
-        store, exporter = memory.store, _exporter(memory)
+        store = exporter = _exporter(memory)
         resources = [only] if only is not None else await exporter.resource_ids()
         threads = {resource: await threads_of(store, resource) for resource in resources}
         with _progress(show, "threads", sum(len(t) for t in threads.values())) as advance:
@@ -163,7 +160,7 @@ def _read(source: Path) -> list[dict[str, Any]]:
 async def _import(url: str | None, records: list[dict[str, Any]], force: bool, show: bool) -> dict[str, int]:
     counts = dict.fromkeys(KINDS, 0)
     async with await Memory.open(url) as memory:
-        store, exporter = memory.store, _exporter(memory)
+        store = exporter = _exporter(memory)
         threads = [Thread.parse(_fields(r)) for r in records if r["kind"] == "thread"]
         existing = [t for t in threads if await store.get_thread(t.resource_id, t.id) is not None]
         if existing and not force:

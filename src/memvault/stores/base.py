@@ -4,8 +4,9 @@ Every call names its resource. A thread is named by ``(resource_id, thread_id)``
 id under another resource is another thread, so a thread of another resource is reported exactly
 like a missing one, by construction.
 
-A store implements :class:`Store`, the union of the small protocols below. Every backend runs the
-same behaviour suite (``tests/conformance``).
+A store implements :class:`Store`, the union of the three small core protocols below, and any of
+the optional capabilities of :mod:`memvault.stores.capabilities`. Every backend runs the same
+behaviour suite (:mod:`memvault.testing`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.model import Message, Thread, ThreadPage
 
 
 class _Unset:
@@ -122,23 +123,6 @@ class MessageStore(Protocol):
         ...
 
 
-@runtime_checkable
-class LexicalSearch(Protocol):
-    async def search_messages(
-        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
-    ) -> list[SearchHit]:
-        """Messages of the resource (or of one thread) that share words with ``query``, best first.
-
-        Semantics in :mod:`memvault.lexical`: any string is safe; a query without words matches
-        nothing."""
-        ...
-
-    async def rebuild_search_index(self) -> int:
-        """Rebuild the full-text index from the messages (derived data); returns how many
-        messages it covers."""
-        ...
-
-
 WorkingMemoryUpdate = Callable[[str | None], str | None]
 
 
@@ -158,102 +142,10 @@ class WorkingMemoryStore(Protocol):
 
 
 @runtime_checkable
-class StateStore(Protocol):
-    async def get_state(self, resource_id: str, key: str) -> State | None:
-        """The state under ``key``, or ``None``."""
-        ...
-
-    async def set_state(
-        self,
-        resource_id: str,
-        key: str,
-        value: Any,
-        *,
-        status: str | None = None,
-        expected_version: int | _Unset | None = UNSET,
-    ) -> State | None:
-        """Write the state, incrementing its version (1 for a new key).
-
-        With ``expected_version`` (compare-and-set): write only if the current version equals it
-        (``None`` meaning "no state yet"), else write nothing and return ``None``."""
-        ...
-
-    async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
-    ) -> list[State]:
-        """The resource's states (those with ``status`` when given), most recently updated first."""
-        ...
-
-    async def delete_state(self, resource_id: str, key: str) -> bool:
-        """Delete the state; ``False`` when there was none."""
-        ...
-
-
-@runtime_checkable
-class EmbeddingStore(Protocol):
-    """Where message vectors persist (derived data, rebuildable from messages).
-
-    A *cursor* orders messages by when they were first stored and never repeats; the in-memory
-    vector index of each process catches up by loading vectors past the cursor it has seen.
-    An empty vector (``b""``) records a message with nothing to embed."""
-
-    async def embedding_model(self) -> tuple[str, int] | None:
-        """The model name and dimensions of the stored vectors; ``None`` if none are recorded."""
-        ...
-
-    async def save_embeddings(
-        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
-    ) -> int:
-        """Store float32 vectors for ``(resource_id, thread_id, message_id, vector)`` rows;
-        a row whose message no longer exists is skipped. Records ``model`` on first use and
-        raises :class:`ConfigurationError` if the store holds another model's vectors (reindex).
-        Returns how many were stored."""
-        ...
-
-    async def load_embeddings(
-        self, *, after: int = 0, limit: int = 10_000
-    ) -> list[tuple[int, str, str, str, bytes]]:
-        """Stored vectors as ``(cursor, resource_id, thread_id, message_id, vector)``, in cursor
-        order, past ``after``."""
-        ...
-
-    async def unembedded_messages(
-        self, *, after: int = 0, limit: int = 500
-    ) -> list[tuple[int, Message]]:
-        """Messages without a stored vector, as ``(cursor, message)`` in cursor order."""
-        ...
-
-    async def clear_embeddings(self) -> int:
-        """Delete every stored vector and the recorded model; returns how many vectors."""
-        ...
-
-
-@runtime_checkable
-class SummaryStore(Protocol):
-    """Where each thread's running summary persists (its own table; see
-    :class:`memvault.model.Summary` for what deletes it)."""
-
-    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
-        """The thread's summary, or ``None``."""
-        ...
-
-    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
-        """Write ``summary`` (its ``version`` and ``updated_at`` are the store's: the current
-        version + 1, now) only if the thread's current summary version is ``expected_version``
-        (``None``: no summary yet) and the message at ``summary.through_seq`` is still
-        ``summary.through_message_id``; else write nothing and return ``None``."""
-        ...
-
-    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
-        """Delete the thread's summary; ``False`` when there was none."""
-        ...
-
-
-@runtime_checkable
-class Store(
-    ThreadStore, MessageStore, LexicalSearch, WorkingMemoryStore, StateStore, EmbeddingStore, SummaryStore,
-    Protocol,
-):
-    """Everything memvault keeps. ``close`` releases connections; the store is unusable after."""
+class Store(ThreadStore, MessageStore, WorkingMemoryStore, Protocol):
+    """The core every store implements: threads, messages and working-memory notes. ``close``
+    releases connections; the store is unusable after. The optional capabilities (full-text
+    search, states, summaries, vectors, export) are separate protocols in
+    :mod:`memvault.stores.capabilities`, each with a ``supports_*`` guard."""
 
     async def close(self) -> None: ...

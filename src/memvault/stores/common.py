@@ -34,7 +34,7 @@ def encode_cursor(updated_us: int, thread_id: str) -> str:
 
 RECORD_TABLES = (("threads", "threads"), ("messages", "messages"), ("summaries", "summaries"),
                  ("working_memories", "working_memory"), ("states", "states"))
-"""The record kinds :meth:`~memvault.stores.export.ExportStore.record_counts` answers, each with
+"""The record kinds :meth:`~memvault.stores.capabilities.ExportStore.record_counts` answers, each with
 the table the SQL stores keep it in."""
 
 

@@ -381,7 +381,7 @@ class InMemoryStore:
                 record.vectors.clear()
         return count
 
-    # export (memvault.stores.export.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
 
     async def resource_ids(self) -> list[str]:
         return sorted(

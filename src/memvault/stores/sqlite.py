@@ -242,7 +242,7 @@ class SqliteStore:
     async def clear_embeddings(self) -> int:
         return await self._write(vectors.clear_embeddings)
 
-    # export (memvault.stores.export.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
 
     async def resource_ids(self) -> list[str]:
         return await self._read(export.resource_ids)

@@ -1,4 +1,4 @@
-"""Transaction bodies of the SQLite store's :class:`~memvault.stores.export.ExportStore`
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.capabilities.ExportStore`
 capability. Every listing reads a primary key (``(resource_id, ...)``) in index order."""
 
 from __future__ import annotations

@@ -1,0 +1,275 @@
+"""Optional store capabilities: small protocols beside the core :class:`~memvault.stores.base.Store`.
+
+A store implements the core (threads, messages, working-memory notes) and any of these. Callers
+ask with a ``supports_*`` guard (a :data:`typing.TypeGuard`, answered once per store class) or take
+the capability with a ``require_*`` call, which raises :class:`memvault.errors.ConfigurationError`
+naming what is missing. The three built-in stores implement all of them.
+
+- :class:`FullTextSearch`: words search and its rebuild (lexical recall, ``search_messages``);
+- :class:`StateStore`: keyed, versioned states (suspended runs);
+- :class:`SummaryStore`: each thread's running summary;
+- :class:`EmbeddingStore`: persisted message vectors (semantic recall);
+- :class:`ExportStore`: listing and exact restore, for copy, export and stats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
+
+from memvault.errors import ConfigurationError
+from memvault.model import Message, SearchHit, State, Summary, Thread
+from memvault.stores.base import UNSET, Store, _Unset
+
+
+@runtime_checkable
+class FullTextSearch(Protocol):
+    """Full-text search over a resource's messages (lexical recall needs it)."""
+
+    async def search_messages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Messages of the resource (or of one thread) that share words with ``query``, best first.
+
+        Semantics in :mod:`memvault.lexical`: any string is safe; a query without words matches
+        nothing."""
+        ...
+
+    async def rebuild_search_index(self) -> int:
+        """Rebuild the full-text index from the messages (derived data); returns how many
+        messages it covers."""
+        ...
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    async def get_state(self, resource_id: str, key: str) -> State | None:
+        """The state under ``key``, or ``None``."""
+        ...
+
+    async def set_state(
+        self,
+        resource_id: str,
+        key: str,
+        value: Any,
+        *,
+        status: str | None = None,
+        expected_version: int | _Unset | None = UNSET,
+    ) -> State | None:
+        """Write the state, incrementing its version (1 for a new key).
+
+        With ``expected_version`` (compare-and-set): write only if the current version equals it
+        (``None`` meaning "no state yet"), else write nothing and return ``None``."""
+        ...
+
+    async def list_states(
+        self, resource_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[State]:
+        """The resource's states (those with ``status`` when given), most recently updated first."""
+        ...
+
+    async def delete_state(self, resource_id: str, key: str) -> bool:
+        """Delete the state; ``False`` when there was none."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingStore(Protocol):
+    """Where message vectors persist (derived data, rebuildable from messages).
+
+    A *cursor* orders messages by when they were first stored and never repeats; the in-memory
+    vector index of each process catches up by loading vectors past the cursor it has seen.
+    An empty vector (``b""``) records a message with nothing to embed."""
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        """The model name and dimensions of the stored vectors; ``None`` if none are recorded."""
+        ...
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        """Store float32 vectors for ``(resource_id, thread_id, message_id, vector)`` rows;
+        a row whose message no longer exists is skipped. Records ``model`` on first use and
+        raises :class:`ConfigurationError` if the store holds another model's vectors (reindex).
+        Returns how many were stored."""
+        ...
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        """Stored vectors as ``(cursor, resource_id, thread_id, message_id, vector)``, in cursor
+        order, past ``after``."""
+        ...
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        """Messages without a stored vector, as ``(cursor, message)`` in cursor order."""
+        ...
+
+    async def clear_embeddings(self) -> int:
+        """Delete every stored vector and the recorded model; returns how many vectors."""
+        ...
+
+
+@runtime_checkable
+class SummaryStore(Protocol):
+    """Where each thread's running summary persists (its own table; see
+    :class:`memvault.model.Summary` for what deletes it)."""
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        """The thread's summary, or ``None``."""
+        ...
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        """Write ``summary`` (its ``version`` and ``updated_at`` are the store's: the current
+        version + 1, now) only if the thread's current summary version is ``expected_version``
+        (``None``: no summary yet) and the message at ``summary.through_seq`` is still
+        ``summary.through_message_id``; else write nothing and return ``None``."""
+        ...
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        """Delete the thread's summary; ``False`` when there was none."""
+        ...
+
+
+@runtime_checkable
+class ExportStore(Protocol):
+    async def resource_ids(self) -> list[str]:
+        """Every resource that has a thread, a working memory or a state, in id order."""
+        ...
+
+    async def record_counts(self, resource_id: str) -> dict[str, int]:
+        """How many ``threads``, ``messages``, ``summaries``, ``working_memories`` (both scopes)
+        and ``states`` the resource has (all zero for an unknown resource), counted by the store
+        without reading the records."""
+        ...
+
+    async def working_memory_keys(self, resource_id: str) -> list[str]:
+        """The keys of the resource's stored working memories (both scopes), in key order."""
+        ...
+
+    async def state_keys(self, resource_id: str) -> list[str]:
+        """The keys of the resource's states, in key order."""
+        ...
+
+    async def restore_thread(self, thread: Thread) -> None:
+        """Create or overwrite the thread's title, metadata, ``created_at`` and ``updated_at``
+        exactly as given (its messages, if any, are kept)."""
+        ...
+
+    async def restore_state(self, state: State) -> None:
+        """Create or overwrite the state with its value, status, ``version`` and ``updated_at``
+        exactly as given."""
+        ...
+
+    async def restore_summary(self, summary: Summary) -> None:
+        """Create or overwrite the thread's summary exactly as given (version and time included).
+        The caller makes sure ``through_seq`` is the seq of ``through_message_id`` in this store;
+        the thread must exist."""
+        ...
+
+
+@runtime_checkable
+class CompleteStore(Store, FullTextSearch, StateStore, SummaryStore, EmbeddingStore, ExportStore, Protocol):
+    """A store with every capability, as the three built-in stores are: what a whole-store copy
+    and export read and write (:func:`require_complete`)."""
+
+
+_ANSWERS: dict[tuple[type[Any], type[Any]], bool] = {}
+
+
+def _implements(kind: type[Any], capability: type[Any]) -> bool:
+    answer = _ANSWERS.get((kind, capability))
+    if answer is None:
+        answer = all(callable(getattr(kind, name, None)) for name in _methods(capability))
+        _ANSWERS[(kind, capability)] = answer
+    return answer
+
+
+def _methods(capability: type[Any]) -> frozenset[str]:
+    """The public methods a protocol asks for, its base protocols' included."""
+    return frozenset(name for base in capability.__mro__ if base not in (object, Protocol)
+                     for name, value in vars(base).items() if callable(value) and not name.startswith("_"))
+
+
+def _supports(store: object, capability: type[Any]) -> bool:
+    return _implements(type(store), capability)
+
+
+def supports_full_text(store: object) -> TypeGuard[FullTextSearch]:
+    """Whether ``store`` has :class:`FullTextSearch`."""
+    return _supports(store, FullTextSearch)
+
+
+def supports_states(store: object) -> TypeGuard[StateStore]:
+    """Whether ``store`` has :class:`StateStore`."""
+    return _supports(store, StateStore)
+
+
+def supports_summaries(store: object) -> TypeGuard[SummaryStore]:
+    """Whether ``store`` has :class:`SummaryStore`."""
+    return _supports(store, SummaryStore)
+
+
+def supports_embeddings(store: object) -> TypeGuard[EmbeddingStore]:
+    """Whether ``store`` has :class:`EmbeddingStore`."""
+    return _supports(store, EmbeddingStore)
+
+
+def supports_export(store: object) -> TypeGuard[ExportStore]:
+    """Whether ``store`` has :class:`ExportStore`."""
+    return _supports(store, ExportStore)
+
+
+def _missing(store: object, what: str) -> ConfigurationError:
+    return ConfigurationError(f"{type(store).__name__} has no {what}: use a store that implements it "
+                              "(the built-in memory://, sqlite:/// and postgresql:// stores all do)")
+
+
+def require_full_text(store: object) -> FullTextSearch:
+    """``store`` as a :class:`FullTextSearch`, or :class:`ConfigurationError`."""
+    if not supports_full_text(store):
+        raise _missing(store, "full-text search")
+    return store
+
+
+def require_states(store: object) -> StateStore:
+    """``store`` as a :class:`StateStore`, or :class:`ConfigurationError`."""
+    if not supports_states(store):
+        raise _missing(store, "state store")
+    return store
+
+
+def require_summaries(store: object) -> SummaryStore:
+    """``store`` as a :class:`SummaryStore`, or :class:`ConfigurationError`."""
+    if not supports_summaries(store):
+        raise _missing(store, "summary store")
+    return store
+
+
+def require_embeddings(store: object) -> EmbeddingStore:
+    """``store`` as an :class:`EmbeddingStore`, or :class:`ConfigurationError`."""
+    if not supports_embeddings(store):
+        raise _missing(store, "vector persistence (EmbeddingStore)")
+    return store
+
+
+def require_export(store: object) -> ExportStore:
+    """``store`` as an :class:`ExportStore`, or :class:`ConfigurationError`."""
+    if not supports_export(store):
+        raise _missing(store, "listing and restore (ExportStore)")
+    return store
+
+
+def require_complete(store: object, side: str = "the store") -> CompleteStore:
+    """``store`` as a :class:`CompleteStore` (every capability), or :class:`ConfigurationError`
+    naming ``side`` (e.g. ``"the source"``) and what it lacks."""
+    lacking = [name for name, capability in (("full-text search", FullTextSearch), ("states", StateStore),
+                                              ("summaries", SummaryStore), ("vectors", EmbeddingStore),
+                                              ("listing and restore", ExportStore))
+               if not _supports(store, capability)]
+    if lacking or not _supports(store, Store):
+        raise ConfigurationError(f"{side} ({type(store).__name__}) cannot be copied or exported: it has no "
+                                 + ", ".join(lacking or ["core store methods"]))
+    return cast(CompleteStore, store)
