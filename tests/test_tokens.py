@@ -28,8 +28,8 @@ from memvault import (
     tiktoken_counter,
 )
 from memvault.errors import ConfigurationError, MissingExtraError
-from memvault.tiktoken_counter import TiktokenCounter
-from memvault.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_token_counter
+from memvault.rules.tiktoken_counts import TiktokenCounter
+from memvault.rules.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_token_counter
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF), (0x3400, 0x4DBF)]
 cjk_text = st.lists(
@@ -357,9 +357,9 @@ def test_corrupt_ranks_are_refused(
 
 def test_importing_memvault_does_not_load_tiktoken() -> None:
     code = (
-        "import sys, memvault, memvault.tokens\n"
-        "memvault.tokens.resolve_token_counter('estimate')\n"
-        "loaded = {'tiktoken', 'bpe_openai', 'memvault.tiktoken_counter'} & set(sys.modules)\n"
+        "import sys, memvault, memvault.rules.tokens\n"
+        "memvault.rules.tokens.resolve_token_counter('estimate')\n"
+        "loaded = {'tiktoken', 'bpe_openai', 'memvault.rules.tiktoken_counts'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

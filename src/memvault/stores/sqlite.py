@@ -30,8 +30,8 @@ from memvault.errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from memvault.lexical import fts5_match, index_text, query_groups, stem
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
+from memvault.rules.lexical import fts5_match, index_text, query_groups, stem
 from memvault.stores import rows
 from memvault.stores import sqlite_export as export
 from memvault.stores import sqlite_summaries as summaries
@@ -242,7 +242,7 @@ class SqliteStore:
     async def clear_embeddings(self) -> int:
         return await self._write(vectors.clear_embeddings)
 
-    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
     async def resource_ids(self) -> list[str]:
         return await self._read(export.resource_ids)
