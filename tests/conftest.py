@@ -10,6 +10,8 @@ import pytest
 
 from memvault import Memory
 
+pytest_plugins = ["memvault.testing.plugin"]  # the conformance suite's fixtures and markers
+
 
 @pytest.fixture
 async def memory(tmp_path: Path) -> AsyncIterator[Memory]:

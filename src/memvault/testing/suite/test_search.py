@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import pytest_asyncio
 
 from memvault import Memory, Message, ToolResultPart, ValidationError
+from memvault.testing.support import ids, save_texts
 
-from .support import ids, save_texts
+pytestmark = pytest.mark.capability("full_text")
 
 R = "alice"
 CORPUS = {
@@ -21,7 +25,7 @@ CORPUS = {
 }
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="function")
 async def corpus(memory: Memory) -> Memory:
     await save_texts(memory, CORPUS, thread_id="t1", resource_id=R)
     await save_texts(memory, {"other-tea": "tea in another thread"}, thread_id="t2", resource_id=R)
@@ -69,7 +73,7 @@ async def test_hits_are_full_messages_ranked_best_first(corpus: Memory) -> None:
     ],
     ids=str,
 )
-async def test_filters(corpus: Memory, kwargs: dict, expected: set[str] | int) -> None:
+async def test_filters(corpus: Memory, kwargs: dict[str, Any], expected: set[str] | int) -> None:
     hits = await corpus.search_messages(resource_id=R, query="tea", **kwargs)
     assert (len(hits) if isinstance(expected, int) else set(ids(hits))) == expected
 
@@ -108,7 +112,7 @@ async def test_query_without_words_finds_nothing(corpus: Memory, query: str) -> 
     [("tea)", {"green-tea", "black-tea", "other-tea"}), ("NOT coffee", {"coffee"}),
      ('"select', {"sql"}), ("table;--", {"sql"}), ("col:coffee", {"coffee"})],
 )
-async def test_operators_are_plain_characters(corpus: Memory, query: str, expected: set) -> None:
+async def test_operators_are_plain_characters(corpus: Memory, query: str, expected: set[str]) -> None:
     hits = await corpus.search_messages(resource_id=R, query=query)
     assert set(ids(hits)) == expected
 

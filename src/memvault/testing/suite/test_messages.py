@@ -22,8 +22,8 @@ from memvault import (
     ToolResultPart,
     ValidationError,
 )
-
-from .support import ids, save_texts, snapshot, tick, with_working_memory
+from memvault.testing import has
+from memvault.testing.support import ids, save_texts, snapshot, tick, with_options, with_working_memory
 
 R, T = "alice", "t"
 SIX = {f"m{i}": f"message number {i}" for i in range(1, 7)}
@@ -199,8 +199,6 @@ async def test_bad_message_writes_nothing(memory: Memory, bad: Any) -> None:
 
 
 async def test_too_large_message_is_refused(memory: Memory) -> None:
-    from .support import with_options
-
     small = with_options(memory, max_message_bytes=100)
     with pytest.raises(MessageTooLargeError, match="max_message_bytes"):
         await small.save_messages([Message.user("x" * 200)], thread_id=T, resource_id=R)
@@ -283,7 +281,7 @@ async def test_unknown_cursor_raises_not_found(memory: Memory, cursor: str, mess
     await save_texts(memory, SIX, thread_id=T, resource_id=R)
     await save_texts(memory, {"x1": "other thread"}, thread_id="other", resource_id=R)
     with pytest.raises(NotFoundError, match=repr(message_id)):
-        await memory.get_messages(thread_id=T, resource_id=R, **{cursor: message_id})
+        await memory.get_messages(thread_id=T, resource_id=R, **{cursor: message_id})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -311,9 +309,10 @@ async def test_returned_messages_are_snapshots(memory: Memory) -> None:
     saved[0].metadata["m"].append("saved")
     (got,) = await memory.get_messages(thread_id=T, resource_id=R)
     got.metadata["m"].append("got")
+    assert isinstance(got.parts[0], ToolCallPart) and isinstance(got.parts[0].args, dict)
     got.parts[0].args["a"].append("got")
     (final,) = await memory.get_messages(thread_id=T, resource_id=R)
-    assert (final.metadata, final.parts[0].args) == ({"m": [1]}, {"a": [1]})
+    assert (final.metadata, final.tool_calls[0].args) == ({"m": [1]}, {"a": [1]})
 
 
 # deleting
@@ -328,7 +327,7 @@ async def test_delete_messages_counts_those_that_existed(memory: Memory) -> None
     assert await memory.delete_messages([], thread_id=T, resource_id=R) == 0
     assert await memory.delete_messages(["m1"], thread_id="nope", resource_id=R) == 0
     with pytest.raises(ValidationError):
-        await memory.delete_messages("m1", thread_id=T, resource_id=R)  # type: ignore[arg-type]
+        await memory.delete_messages("m1", thread_id=T, resource_id=R)
     # seqs are never reused: a new message comes after every message ever saved
     (new,) = await save_texts(memory, {"m7": "later"}, thread_id=T, resource_id=R)
     assert new.seq is not None and new.seq > 6
@@ -340,7 +339,8 @@ async def test_clear_thread_keeps_the_thread(memory: Memory) -> None:
     assert await memory.clear_thread(thread_id=T, resource_id=R) == 6
     assert await memory.get_thread(thread_id=T, resource_id=R) is not None
     assert await memory.get_messages(thread_id=T, resource_id=R) == []
-    assert ids(await memory.search_messages(resource_id=R, query="message")) == ["x1"]
+    if has(memory, "full_text"):
+        assert ids(await memory.search_messages(resource_id=R, query="message")) == ["x1"]
     assert await memory.clear_thread(thread_id=T, resource_id=R) == 0
     assert await memory.clear_thread(thread_id="nope", resource_id=R) == 0
 
@@ -353,10 +353,12 @@ async def _populate(memory: Memory, resource_id: str) -> None:
     await save_texts(memory, {"a": "shared cherries"}, thread_id="t2", resource_id=resource_id)
     await memory.update_working_memory(f"{resource_id} note", resource_id=resource_id)
     await scoped.update_working_memory("thread note", resource_id=resource_id, thread_id="t1")
-    await memory.set_state({"step": 1}, resource_id=resource_id, key="run-1", status="running")
-    await memory.set_state({"step": 2}, resource_id=resource_id, key="run-2")
-    await memory.save_summary("apples and bananas", thread_id="t1", resource_id=resource_id,
-                              through_message_id="b", expected_version=None)
+    if has(memory, "states"):
+        await memory.set_state({"step": 1}, resource_id=resource_id, key="run-1", status="running")
+        await memory.set_state({"step": 2}, resource_id=resource_id, key="run-2")
+    if has(memory, "summaries"):
+        await memory.save_summary("apples and bananas", thread_id="t1", resource_id=resource_id,
+                                  through_message_id="b", expected_version=None)
 
 
 async def test_delete_resource_removes_everything_of_that_resource_only(memory: Memory) -> None:
@@ -368,7 +370,7 @@ async def test_delete_resource_removes_everything_of_that_resource_only(memory: 
     deleted = await memory.delete_resource(resource_id="alice")
 
     counts = (deleted.threads, deleted.messages, deleted.working_memories, deleted.states)
-    assert counts == (3, 3, 2, 2)
+    assert counts == (3, 3, 2, 2 if has(memory, "states") else 0)
     assert await snapshot(memory, "alice", ["empty", "t1", "t2"], words) == {
         "threads": {tid: {"thread": None, "messages": [], "working_memory": None, "summary": None}
                     for tid in ["empty", "t1", "t2"]},
@@ -377,7 +379,8 @@ async def test_delete_resource_removes_everything_of_that_resource_only(memory: 
         "working_memory": None,
         "states": [],
     }
-    assert await memory.get_state(resource_id="alice", key="run-1") is None
+    if has(memory, "states"):
+        assert await memory.get_state(resource_id="alice", key="run-1") is None
     assert await snapshot(memory, "bob", ["empty", "t1", "t2"], words) == bob_before
     again = await memory.delete_resource(resource_id="alice")
     assert (again.threads, again.messages, again.working_memories, again.states) == (0, 0, 0, 0)

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from memvault import Memory, ValidationError
+from memvault import Memory, State, ValidationError
+from memvault.testing.support import tick
 
-from .support import tick
+pytestmark = pytest.mark.capability("states")
 
 R, K = "alice", "run-1"
 VALUE = {"step": 3, "pending": ["a", "b"], "note": "中文 🎉", "ratio": 0.25, "done": False, "x": None}
@@ -94,7 +95,7 @@ async def test_list_states_newest_first_and_by_status(memory: Memory) -> None:
         await tick()
     await memory.set_state({"key": "a", "again": True}, resource_id=R, key="a", status="running")
 
-    def keys(states: list) -> list[str]:
+    def keys(states: list[State]) -> list[str]:
         return [s.key for s in states]
 
     assert keys(await memory.list_states(resource_id=R)) == ["a", "d", "c", "b"]
@@ -119,7 +120,7 @@ async def test_delete_state(memory: Memory) -> None:
 
 
 async def test_returned_states_are_snapshots(memory: Memory) -> None:
-    value = {"list": [1]}
+    value: dict[str, list[Any]] = {"list": [1]}
     state = await memory.set_state(value, resource_id=R, key=K)
     value["list"].append("input")
     state.value["list"].append("returned")

@@ -3,16 +3,24 @@
 
 from __future__ import annotations
 
-from memvault import Memory, Message
-from memvault.transfer.stats import resource_stats
+import pytest
 
-from .support import save_texts
+from memvault import Memory, Message
+from memvault.stores.capabilities import require_export
+from memvault.testing.support import save_texts
+
+pytestmark = pytest.mark.capability("export", "states", "summaries")
 
 ZERO = {"threads": 0, "messages": 0, "summaries": 0, "working_memories": 0, "states": 0}
 
 
+async def resource_stats(memory: Memory, resource_id: str) -> dict[str, int]:
+    counts = await require_export(memory.store).record_counts(resource_id)
+    return {kind: counts[kind] for kind in ZERO}
+
+
 async def test_counts_follow_writes_and_deletes_per_resource(memory: Memory) -> None:
-    assert await resource_stats(memory.store, "ada") == ZERO
+    assert await resource_stats(memory, "ada") == ZERO
     await save_texts(memory, {"m1": "tea", "m2": "coffee", "m3": "cake"}, thread_id="t1", resource_id="ada")
     await memory.save_messages([Message.user("hello", id="m1")], thread_id="t2", resource_id="ada")
     await memory.save_messages([Message.user("bob's", id="m1")], thread_id="t1", resource_id="bob")
@@ -20,13 +28,13 @@ async def test_counts_follow_writes_and_deletes_per_resource(memory: Memory) -> 
                               through_message_id="m2", expected_version=None)
     await memory.update_working_memory("- likes tea", resource_id="ada")
     await memory.set_state({"step": 1}, resource_id="ada", key="run-1")
-    assert await resource_stats(memory.store, "ada") == {
+    assert await resource_stats(memory, "ada") == {
         "threads": 2, "messages": 4, "summaries": 1, "working_memories": 1, "states": 1}
-    assert await resource_stats(memory.store, "bob") == {**ZERO, "threads": 1, "messages": 1}
+    assert await resource_stats(memory, "bob") == {**ZERO, "threads": 1, "messages": 1}
 
     await memory.delete_messages(["m1"], thread_id="t1", resource_id="ada")  # a summarised one
-    assert await resource_stats(memory.store, "ada") == {
+    assert await resource_stats(memory, "ada") == {
         "threads": 2, "messages": 3, "summaries": 0, "working_memories": 1, "states": 1}
     await memory.delete_resource(resource_id="ada")
-    assert await resource_stats(memory.store, "ada") == ZERO
-    assert await resource_stats(memory.store, "bob") == {**ZERO, "threads": 1, "messages": 1}
+    assert await resource_stats(memory, "ada") == ZERO
+    assert await resource_stats(memory, "bob") == {**ZERO, "threads": 1, "messages": 1}

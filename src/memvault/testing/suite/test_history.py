@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from memvault import Memory, Message, TextPart, ToolCallPart, ToolResultPart
+from memvault import Memory, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from memvault.rules.tokens import message_tokens
-
-from .support import assert_tool_pairs_complete, ids, save_texts
+from memvault.testing.support import assert_tool_pairs_complete, ids, save_texts
 
 R, T = "alice", "t"
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 
 
-def _call(*call_ids: str, text: str | None = None) -> list:
-    parts: list = [TextPart(text=text)] if text else []
+def _call(*call_ids: str, text: str | None = None) -> list[Part]:
+    parts: list[Part] = [TextPart(text=text)] if text else []
     return parts + [ToolCallPart(tool_call_id=c, name="weather", args={"city": c}) for c in call_ids]
 
 
@@ -47,7 +46,7 @@ def _w(numbers: range) -> list[str]:
         ),
     ],
 )
-async def test_default_window_is_the_last_10(memory: Memory, count: int, expected: list) -> None:
+async def test_default_window_is_the_last_10(memory: Memory, count: int, expected: list[str]) -> None:
     texts = {f"w{i}": WORDS[i % len(WORDS)] for i in range(count)}
     await save_texts(memory, texts, thread_id=T, resource_id=R)
     assert ids(await memory.get_history(thread_id=T, resource_id=R)) == expected

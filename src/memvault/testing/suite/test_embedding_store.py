@@ -3,10 +3,14 @@ their message (delete, clear, thread, resource) or when its text changes, one mo
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from memvault import ConfigurationError, Memory, Message
 from memvault.stores.capabilities import EmbeddingStore
+
+pytestmark = pytest.mark.capability("embeddings")
 
 V = b"\x00\x00\x80?" * 2  # float32 [1.0, 1.0]
 
@@ -73,7 +77,9 @@ async def test_another_model_is_refused_until_cleared(memory: Memory) -> None:
     ],
     ids=["delete", "clear", "delete-thread", "delete-resource", "text-changed", "same-text"],
 )
-async def test_vectors_go_with_their_message(memory: Memory, change, left: list[str]) -> None:
+async def test_vectors_go_with_their_message(
+    memory: Memory, change: Callable[[Memory], Awaitable[object]], left: list[str]
+) -> None:
     await _seed(memory)
     await _store(memory).save_embeddings("test/model", 2, [
         ("r", "t1", "a", V), ("r", "t1", "b", V), ("r", "t2", "c", V), ("other", "t1", "x", V)])

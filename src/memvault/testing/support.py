@@ -1,4 +1,4 @@
-"""Helpers shared by the conformance tests (no fixtures here: see conftest.py)."""
+"""Helpers shared by the conformance tests (the fixtures are in :mod:`memvault.testing.plugin`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memvault import Memory, MemoryOptions, Message, State, Summary, Thread, WorkingMemoryOptions
+from memvault.testing import has
 
 
 def ids(messages: Sequence[Any]) -> list[str]:
@@ -70,8 +71,10 @@ async def snapshot(
     memory: Memory, resource_id: str, thread_ids: Sequence[str], words: Sequence[str] = ()
 ) -> dict[str, Any]:
     """Everything a user can read about a resource: threads, messages, search hits for
-    ``words``, working memory (resource and per-thread scope) and states."""
+    ``words``, working memory (resource and per-thread scope), summaries and states. What the
+    store has no capability for reads as empty (no hits, no summary, no states)."""
     scoped = with_working_memory(memory, scope="thread")
+    summaries, states, search = has(memory, "summaries"), has(memory, "states"), has(memory, "full_text")
     threads = {
         tid: {
             "thread": _full(await memory.get_thread(thread_id=tid, resource_id=resource_id)),
@@ -79,7 +82,8 @@ async def snapshot(
             "working_memory": await scoped.get_working_memory(
                 resource_id=resource_id, thread_id=tid
             ),
-            "summary": _full(await memory.get_summary(thread_id=tid, resource_id=resource_id)),
+            "summary": _full(await memory.get_summary(thread_id=tid, resource_id=resource_id))
+            if summaries else None,
         }
         for tid in thread_ids
     }
@@ -90,10 +94,11 @@ async def snapshot(
         "search": {  # which messages are found (scores are compared in test_isolation)
             w: [[h.message.thread_id, h.message.id]
                 for h in await memory.search_messages(resource_id=resource_id, query=w)]
+            if search else []
             for w in words
         },
         "working_memory": await memory.get_working_memory(resource_id=resource_id),
-        "states": dump(await memory.list_states(resource_id=resource_id)),
+        "states": dump(await memory.list_states(resource_id=resource_id)) if states else [],
     }
 
 

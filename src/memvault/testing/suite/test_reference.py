@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from memvault import Memory
-
-from .support import outcome, save_texts
+from memvault.testing.support import outcome, save_texts
 
 R = "alice"
 FULLWIDTH = "\uff26\uff35\uff2c\uff2c"  # "FULL" in fullwidth letters
@@ -47,7 +47,7 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="function")
 async def reference() -> AsyncIterator[Memory]:
     async with await Memory.open("memory://") as opened:
         yield opened
@@ -57,6 +57,7 @@ async def _both(memory: Memory, reference: Memory, call: Callable[[Memory], Awai
     assert await outcome(call(memory)) == await outcome(call(reference))
 
 
+@pytest.mark.capability("full_text")
 @pytest.mark.parametrize("query", QUERIES)
 async def test_search_matches_like_the_reference(
     memory: Memory, reference: Memory, query: str
@@ -75,4 +76,4 @@ async def test_unknown_cursor_on_missing_thread_like_the_reference(
     memory: Memory, reference: Memory, cursor: str
 ) -> None:
     await _both(memory, reference, lambda store: store.get_messages(
-        thread_id="nope", resource_id=R, **{cursor: "nope"}))
+        thread_id="nope", resource_id=R, **{cursor: "nope"}))  # type: ignore[arg-type]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memvault import Memory, Message, NotFoundError, ValidationError
+from memvault.testing.support import save_texts
 
-from .support import save_texts
+pytestmark = pytest.mark.capability("summaries")
 
 R, T = "ada", "t1"
 TEXTS = {f"m{i}": f"message {i}" for i in range(1, 7)}
@@ -35,7 +36,7 @@ async def test_save_and_get(memory: Memory) -> None:
         "ada talked about 1-4", "m4", 4, 1)
 
 
-async def test_compare_and_set(memory: Memory) -> None:
+async def test_summary_compare_and_set(memory: Memory) -> None:
     await _thread(memory)
     await _summarise(memory)
     stale = await memory.save_summary("lost", thread_id=T, resource_id=R, through_message_id="m5",

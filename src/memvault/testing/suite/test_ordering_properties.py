@@ -18,16 +18,16 @@ IDS = st.sampled_from([f"m{i}" for i in range(12)])
 TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=5)
 SAVE = st.tuples(st.just("save"), st.lists(st.tuples(IDS, TEXT), min_size=1, max_size=4))
 DELETE = st.tuples(st.just("delete"), st.lists(IDS, max_size=3))
-CLEAR = st.tuples(st.just("clear"), st.just([]))
+CLEAR = st.tuples(st.just("clear"), st.just(list[str]()))
 OPERATIONS = st.lists(st.one_of(SAVE, SAVE, SAVE, DELETE, CLEAR), max_size=25)
 
 
-async def _replay(factory: Any, operations: list[tuple[str, list]]) -> None:
+async def _replay(factory: Any, operations: list[tuple[str, list[Any]]]) -> None:
     model: dict[str, tuple[int, str]] = {}  # id -> (seq, text), the expected state
     next_seq = 1
     deleted_any = False
     with tempfile.TemporaryDirectory() as folder:
-        async with factory.open(Path(folder)) as memory:
+        async with factory.memory(Path(folder)) as memory:
             for kind, payload in operations:
                 if kind == "save":
                     saved = await memory.save_messages(
@@ -61,6 +61,6 @@ async def _replay(factory: Any, operations: list[tuple[str, list]]) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
 def test_any_history_of_writes_matches_the_list_model(
-    store_factory: Any, operations: list[tuple[str, list]]
+    store_factory: Any, operations: list[tuple[str, list[Any]]]
 ) -> None:
     asyncio.run(_replay(store_factory, operations))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
 
 from memvault import Memory, ValidationError
-
-from .support import with_working_memory
+from memvault.testing.support import with_working_memory
 
 R = "alice"
 
@@ -43,7 +42,8 @@ SCHEMAS = pytest.mark.parametrize("schema", [Profile, PROFILE_SCHEMA], ids=["pyd
 
 async def test_text_append_and_replace(memory: Memory) -> None:
     assert await memory.get_working_memory(resource_id=R) is None
-    steps = [("Name: Ada", "append", "Name: Ada"),
+    steps: list[tuple[str, Literal["append", "replace"], str]] = [
+             ("Name: Ada", "append", "Name: Ada"),
              ("Likes: tea 🍵", "append", "Name: Ada\nLikes: tea 🍵"),
              ("Reset", "replace", "Reset"),
              ("More", "append", "Reset\nMore")]
@@ -65,7 +65,7 @@ async def test_markdown_template_is_filled_in(memory: Memory) -> None:
 @SCHEMAS
 async def test_json_deep_merge(memory: Memory, schema: Any) -> None:
     notes = with_working_memory(memory, schema=schema)
-    steps: list[tuple[Any, str, dict]] = [
+    steps: list[tuple[Any, Literal["append", "replace"], dict[str, Any]]] = [
         ({"name": "Ada", "prefs": {"drink": "tea"}}, "append",
          {"name": "Ada", "prefs": {"drink": "tea"}}),
         ('{"prefs": {"food": "rice"}, "likes": ["tea"]}', "append",  # JSON text works too
