@@ -43,9 +43,9 @@ class ThreadNotFoundError(NotFoundError):
 class ThreadExistsError(MemvaultError):
     """``create_thread`` was asked for an id this resource already uses (pass ``exist_ok=True``)."""
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, message: str | None = None) -> None:
         super().__init__(
-            f"thread {thread_id!r} already exists for this resource; "
+            message or f"thread {thread_id!r} already exists for this resource; "
             "pass exist_ok=True to get the existing thread instead"
         )
         self.thread_id = thread_id

@@ -14,14 +14,12 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import IO, Any
 
-from memvault.errors import MessageTooLargeError, NotFoundError, ValidationError
+from memvault.errors import MessageTooLargeError, NotFoundError, ThreadExistsError, ValidationError
 from memvault.model import (
     Message,
     SearchHit,
@@ -35,27 +33,28 @@ from memvault.model import (
     valid_id as _id,
 )
 from memvault.options import MemoryOptions
-from memvault.recall import RecallOptions, RecallResult
+from memvault.recall import RecallOptions, RecallReader, RecallResult
 from memvault.recall import recall as recall_messages
 from memvault.recall.semantic import SemanticIndex
 from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
+from memvault.rules.lexical import searchable_query
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
 from memvault.stores.capabilities import (
+    require_complete,
     require_embeddings,
+    require_export,
     require_full_text,
     require_states,
     require_summaries,
 )
 from memvault.telemetry import traced
+from memvault.transfer import jsonl
+from memvault.transfer.copier import messages_of
+from memvault.transfer.reserved import RESERVED_RESOURCES
+from memvault.transfer.stats import resource_stats
 from memvault.vectors.base import VectorIndex
-
-if TYPE_CHECKING:
-    from memvault.llm.base import Model
-    from memvault.runtime.turn import Turn, TurnOptions
-
-logger = logging.getLogger("memvault")
 
 
 class Memory:
@@ -78,7 +77,6 @@ class Memory:
         self.options = options or MemoryOptions()
         self.semantic: SemanticIndex | None = None
         self._started = embedder is None
-        self._background: set[asyncio.Task[Any]] = set()
         if embedder is not None:
             from memvault.embeddings import resolve_embedder
 
@@ -116,49 +114,11 @@ class Memory:
         await self.store.close()
 
     async def flush(self) -> None:
-        """Wait until the messages saved so far are embedded (no-op without an embedder) and
-        the background work of finished turns (titles, summaries) is done."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+        """Wait until the messages saved so far are embedded (no-op without an embedder). The
+        runtime's background work (titles, summaries) has its own owner:
+        :class:`memvault.runtime.BackgroundTasks`."""
         if self.semantic is not None:
             await self.semantic.flush()
-
-    def _in_background(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-        """Run ``work`` in the background (titles and summaries after a turn): a failure is
-        logged as a warning, never raised; :meth:`flush` and :meth:`close` wait for it."""
-
-        async def guarded() -> None:
-            try:
-                await work
-            except Exception as error:
-                logger.warning("background %s failed: %r", name, error)
-
-        task = asyncio.get_running_loop().create_task(guarded(), name=f"memvault.{name}")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
-
-    def turn(
-        self,
-        *,
-        thread_id: str,
-        resource_id: str,
-        user_message: Message | str,
-        model: Model | None = None,
-        summary_model: Model | None = None,
-        options: TurnOptions | None = None,
-    ) -> Turn:
-        """One turn of an agent, as an async context manager: the user's message is saved, the
-        context assembled (``turn.messages``), the model's output buffered and persisted, and
-        everything flushed on leaving (see :mod:`memvault.runtime.turn`)::
-
-            async with memory.turn(thread_id="t1", resource_id="ada", user_message="Hi") as turn:
-                answer = await turn.run(model)
-        """
-        from memvault.runtime.turn import Turn
-
-        return Turn(self, thread_id=_id(thread_id, "thread_id"), resource_id=_id(resource_id, "resource_id"),
-                    user_message=user_message, model=model, summary_model=summary_model, options=options)
 
     async def __aenter__(self) -> Memory:
         return self
@@ -347,11 +307,18 @@ class Memory:
             raise ValidationError(f"query must be a string, got {type(query).__name__}")
         thread = _id(thread_id, "thread_id") if thread_id is not None else None
         return await require_full_text(self.store).search_messages(
-            _id(resource_id, "resource_id"), query.replace("\x00", " ").encode(
-                "utf-8", "replace").decode(), thread_id=thread, limit=limit
+            _id(resource_id, "resource_id"), searchable_query(query), thread_id=thread, limit=limit
         )
 
     # recall
+
+    def recall_reader(self, resource_id: str) -> RecallReader:
+        """A :class:`~memvault.recall.RecallReader` for ``resource_id`` over this memory's store,
+        with its history window and working-memory scope: what :meth:`recall` reads through.
+        Give one to several recalls of a turn so that they share what it read."""
+        history = self.options.history
+        return RecallReader(self.store, resource_id, last_n=history.last_n, max_tokens=history.max_tokens,
+                            count=self.options.token_counter, note_scope=self.options.working_memory.scope)
 
     @traced("recall")
     async def recall(
@@ -361,17 +328,23 @@ class Memory:
         query: str,
         thread_id: str | None = None,
         options: RecallOptions | None = None,
+        reader: RecallReader | None = None,
     ) -> RecallResult:
         """The older messages that matter for ``query``, merged with the recent window of
         ``thread_id`` (see :class:`memvault.recall.RecallOptions` for top_k, scope,
         message_range, thresholds and merge; ``options`` defaults to ``MemoryOptions.recall``).
         By words, and by meaning when an embedder is configured: every candidate is then scored
         by meaning too (:mod:`memvault.recall.vectors`). An embedder or index failure degrades
-        to words with a logged warning."""
+        to words with a logged warning. ``reader`` (default: :meth:`recall_reader`) is for a
+        caller that already read the window or the note."""
+        resource_id = _id(resource_id, "resource_id")
+        if reader is None:
+            reader = self.recall_reader(resource_id)
+        elif reader.resource_id != resource_id:
+            raise ValidationError("the reader reads for another resource")
         semantic = await self._start()
         return await recall_messages(
-            self, thread_id=thread_id, resource_id=_id(resource_id, "resource_id"), query=query,
-            options=options or self.options.recall,
+            reader, thread_id=thread_id, query=query, options=options or self.options.recall,
             vector_search=semantic.search if semantic is not None else None,
             vector_scorer=semantic,
         )
@@ -384,6 +357,68 @@ class Memory:
         if (semantic := await self._start()) is not None:
             counts["vectors"] = await semantic.reindex()
         return counts
+
+    # administration: what the faces (CLI, HTTP API, Studio) list, count, move and clear
+
+    @traced("resource_ids")
+    async def resource_ids(self, *, include_reserved: bool = False) -> list[str]:
+        """Every resource that has a thread, a working memory or a state, in id order; memvault's
+        own records (:data:`memvault.transfer.reserved.RESERVED_RESOURCES`, e.g. API keys) only
+        with ``include_reserved``. Needs a store that can list (:class:`ExportStore`)."""
+        found = await require_export(self.store).resource_ids()
+        return found if include_reserved else [r for r in found if r not in RESERVED_RESOURCES]
+
+    @traced("stats")
+    async def stats(self, *, resource_id: str) -> dict[str, int]:
+        """How many threads, messages, summaries, working memories (both scopes) and states the
+        resource has (:data:`memvault.transfer.stats.STAT_KINDS`; zeros for an unknown
+        resource), counted by the store without reading the records."""
+        return await resource_stats(self.store, _id(resource_id, "resource_id"))
+
+    @traced("count_messages")
+    async def count_messages(self, *, thread_id: str, resource_id: str) -> int:
+        """How many messages the thread has (0 for a missing thread), read page by page."""
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        return sum([len(page) async for page in messages_of(self.store, resource_id, thread_id)])
+
+    @traced("export_records")
+    async def export_records(
+        self, sink: IO[str], *, resource_id: str | None = None, progress: jsonl.Progress | None = None
+    ) -> dict[str, int]:
+        """Write the records of ``resource_id`` (default: every resource) to ``sink`` as JSON
+        Lines (:mod:`memvault.transfer.jsonl`); returns how many of each kind. ``progress`` is
+        called with (threads done, threads in all)."""
+        only = None if resource_id is None else _id(resource_id, "resource_id")
+        return await jsonl.export_records(require_complete(self.store), sink, only=only, progress=progress)
+
+    @traced("import_records")
+    async def import_records(
+        self, records: Sequence[dict[str, Any]], *, replace: bool = False,
+        progress: jsonl.Progress | None = None,
+    ) -> dict[str, int]:
+        """Write records of :meth:`export_records` (:func:`memvault.transfer.jsonl.parse_records`)
+        back, each exactly as it was; returns how many of each kind. Every record is checked
+        first: a bad one is a :class:`ValidationError` and nothing is written. A thread this
+        store already has is a :class:`ThreadExistsError` (nothing written) unless ``replace``,
+        which deletes it first; working memories and states overwrite the store's."""
+        store = require_complete(self.store)
+        jsonl.check_records(records)
+        existing = [t for t in jsonl.threads_of_records(records)
+                    if await store.get_thread(t.resource_id, t.id) is not None]
+        if existing and not replace:
+            names = ", ".join(f"{t.resource_id}/{t.id}" for t in existing[:5])
+            raise ThreadExistsError(existing[0].id, f"the store already has {len(existing):,} of these "
+                                    f"threads ({names}); nothing was imported (replace them to import)")
+        for thread in existing:
+            await self.delete_thread(thread_id=thread.id, resource_id=thread.resource_id)
+        return await jsonl.import_records(store, records, progress=progress)
+
+    @traced("clear_embeddings")
+    async def clear_embeddings(self) -> int:
+        """Delete every stored vector and the recorded embedding model (before embedding again
+        with another model: open the memory with the new embedder, then :meth:`reindex`).
+        Returns how many vectors were deleted. Needs a store that keeps vectors."""
+        return await require_embeddings(self.store).clear_embeddings()
 
     # summaries
 
@@ -429,14 +464,20 @@ class Memory:
     # working memory
 
     @traced("get_working_memory")
-    async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
-        """The working memory's content (``None`` when never written). ``thread_id`` is needed
-        when the scope is ``thread``."""
-        key = self._working_memory_key(thread_id)
+    async def get_working_memory(
+        self, *, resource_id: str, thread_id: str | None = None, scope: wm.Scope | None = None
+    ) -> str | None:
+        """The working memory's content (``None`` when never written). ``scope`` picks the
+        resource's note or the thread's (default: ``options.working_memory.scope``);
+        ``thread_id`` is needed for the thread's."""
+        key = self._working_memory_key(thread_id, scope)
         return await self.store.get_working_memory(_id(resource_id, "resource_id"), key)
 
-    def _working_memory_key(self, thread_id: str | None) -> str:
-        scope = self.options.working_memory.scope
+    def _working_memory_key(self, thread_id: str | None, scope: wm.Scope | None) -> str:
+        if scope is None:
+            scope = self.options.working_memory.scope
+        elif scope not in ("resource", "thread"):
+            raise ValidationError(f"scope must be 'resource' or 'thread', got {scope!r}")
         return wm.key(scope, None if thread_id is None else _id(thread_id, "thread_id"))
 
     @traced("update_working_memory")
@@ -447,12 +488,14 @@ class Memory:
         resource_id: str,
         thread_id: str | None = None,
         mode: wm.Mode = "append",
+        scope: wm.Scope | None = None,
     ) -> str:
         """Merge (``append``, the default) or ``replace`` the working memory, atomically.
-        JSON notes take a dict (or its JSON text) and are checked against the schema."""
+        JSON notes take a dict (or its JSON text) and are checked against the schema. ``scope``
+        as in :meth:`get_working_memory`."""
         options = self.options.working_memory
         wm.parse_update(options, memory)  # fail before touching the store
-        key = self._working_memory_key(thread_id)
+        key = self._working_memory_key(thread_id, scope)
 
         def update(current: str | None) -> str:
             return wm.apply(options, current, memory, mode)
@@ -463,10 +506,10 @@ class Memory:
 
     @traced("working_memory_instructions")
     async def working_memory_instructions(
-        self, *, resource_id: str, thread_id: str | None = None
+        self, *, resource_id: str, thread_id: str | None = None, scope: wm.Scope | None = None
     ) -> str:
         """System-prompt text with the current working memory and how to update it."""
-        content = await self.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        content = await self.get_working_memory(resource_id=resource_id, thread_id=thread_id, scope=scope)
         return wm.instructions(self.options.working_memory, content)
 
     def working_memory_tool(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from memvault import Memory, ValidationError
 from memvault.recall import MessageRef, RecallOptions, RecallResult, recall
-from memvault.recall.types import RecallMemory, VectorSearch
+from memvault.recall.types import VectorSearch
 
 from .conftest import BASE, FILLER, save_thread
 
@@ -29,13 +29,9 @@ def hit_ids(result: RecallResult) -> list[str]:
     return [h.message.id for h in result.hits]
 
 
-def test_memory_is_what_recall_reads() -> None:
-    assert isinstance(Memory.__new__(Memory), RecallMemory)
-
-
 async def test_finds_an_older_message_of_another_thread(memory: Memory) -> None:
     await _ada(memory)
-    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                           options=RecallOptions(last_n=0))
     hit = result.hits[0]
     assert hit.message.id == "old-3"
@@ -48,7 +44,7 @@ async def test_finds_an_older_message_of_another_thread(memory: Memory) -> None:
 
 async def test_a_hit_of_the_current_thread_is_not_other_thread(memory: Memory) -> None:
     await _ada(memory)
-    result = await recall(memory, thread_id="old", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="old", query="jasmine tea",
                           options=RecallOptions(last_n=0))
     assert result.hits[0].other_thread is False
 
@@ -56,9 +52,9 @@ async def test_a_hit_of_the_current_thread_is_not_other_thread(memory: Memory) -
 async def test_scope_thread_searches_only_the_current_thread(memory: Memory) -> None:
     await _ada(memory)
     await save_thread(memory, "now", ["Green tea or jasmine tea?"], start=BASE + timedelta(hours=1))
-    across = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    across = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                           options=RecallOptions(last_n=0, scope="resource"))
-    only = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    only = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                         options=RecallOptions(last_n=0, scope="thread"))
     assert {h.thread_id for h in across.hits} == {"old", "now"}
     assert {h.thread_id for h in only.hits} == {"now"}
@@ -66,22 +62,22 @@ async def test_scope_thread_searches_only_the_current_thread(memory: Memory) -> 
 
 async def test_scope_thread_needs_a_thread(memory: Memory) -> None:
     with pytest.raises(ValidationError, match="thread_id"):
-        await recall(memory, thread_id=None, resource_id="ada", query="tea",
+        await recall(memory.recall_reader("ada"), thread_id=None, query="tea",
                      options=RecallOptions(scope="thread"))
 
 
 async def test_other_resources_are_never_searched(memory: Memory) -> None:
     await _ada(memory)
     await save_thread(memory, "old", ["jasmine tea jasmine tea"], resource_id="bob")
-    result = await recall(memory, thread_id=None, resource_id="bob", query="jasmine tea")
+    result = await recall(memory.recall_reader("bob"), thread_id=None, query="jasmine tea")
     assert [(h.thread_id, h.message.text) for h in result.hits] == [("old", "jasmine tea jasmine tea")]
 
 
 async def test_top_k_defaults_to_five(memory: Memory) -> None:
     await save_thread(memory, "t", [f"note {i} about the garden" for i in range(12)])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="garden")
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="garden")
     assert len(result.hits) == 5
-    three = await recall(memory, thread_id=None, resource_id="ada", query="garden",
+    three = await recall(memory.recall_reader("ada"), thread_id=None, query="garden",
                          options=RecallOptions(top_k=3))
     assert len(three.hits) == 3
 
@@ -91,11 +87,11 @@ async def test_context_finds_the_answer_to_a_question(memory: Memory) -> None:
     texts = [*FILLER[:4], "Where did you go hiking last weekend?", "Up Mount Tamalpais, the view was great!",
              *FILLER[4:]]
     await save_thread(memory, "t", texts)
-    result = await recall(memory, thread_id=None, resource_id="ada", query="Where did she go hiking?",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="Where did she go hiking?",
                           options=RecallOptions(top_k=3, message_range=0))
     assert hit_ids(result)[0] == "t-4"
     assert "t-5" in hit_ids(result)
-    alone = await recall(memory, thread_id=None, resource_id="ada", query="Where did she go hiking?",
+    alone = await recall(memory.recall_reader("ada"), thread_id=None, query="Where did she go hiking?",
                          options=RecallOptions(top_k=3, message_range=0, context_window=0))
     assert hit_ids(alone) == ["t-4"]
 
@@ -104,7 +100,7 @@ async def test_neighbour_expansion(memory: Memory) -> None:
     await save_thread(memory, "t", [*FILLER[:4], TEA, *FILLER[4:]])
     for message_range, expected in [(0, ["t-4"]), (1, ["t-3", "t-4", "t-5"]),
                                     (2, ["t-2", "t-3", "t-4", "t-5", "t-6"])]:
-        result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine",
+        result = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine",
                               options=RecallOptions(top_k=1, message_range=message_range))
         assert hit_ids(result) == ["t-4"]
         assert [m.id for m in result.hits[0].context] == expected
@@ -113,34 +109,34 @@ async def test_neighbour_expansion(memory: Memory) -> None:
 
 async def test_neighbours_stop_at_the_thread_edges(memory: Memory) -> None:
     await save_thread(memory, "t", [TEA, *FILLER[:3]])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine",
                           options=RecallOptions(top_k=1, message_range=2))
     assert [m.id for m in result.hits[0].context] == ["t-0", "t-1", "t-2"]
 
 
 async def test_relative_threshold(memory: Memory) -> None:
     await save_thread(memory, "t", ["jasmine tea, jasmine tea, jasmine tea", *FILLER, "some tea"])
-    everything = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+    everything = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine tea",
                               options=RecallOptions(message_range=0, context_window=0))
     assert hit_ids(everything) == ["t-0", "t-9"]
-    best = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+    best = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine tea",
                         options=RecallOptions(message_range=0, context_window=0, relative_threshold=0.9))
     assert hit_ids(best) == ["t-0"]
 
 
 async def test_min_lexical_score(memory: Memory) -> None:
     await save_thread(memory, "t", ["jasmine tea", *FILLER])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea")
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine tea")
     top = result.hits[0].lexical_score
     assert top is not None
-    none = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+    none = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine tea",
                         options=RecallOptions(min_lexical_score=top + 1))
     assert none.hits == [] and none.messages == []
 
 
 async def test_a_query_without_words_recalls_nothing_but_keeps_the_window(memory: Memory) -> None:
     await _ada(memory)
-    result = await recall(memory, thread_id="now", resource_id="ada", query=" ?! ",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query=" ?! ",
                           options=RecallOptions(last_n=2))
     assert result.hits == []
     assert [m.id for m in result.messages] == ["now-3", "now-4"]
@@ -150,7 +146,7 @@ async def test_a_query_without_words_recalls_nothing_but_keeps_the_window(memory
 async def test_merge_never_duplicates_the_recent_window(memory: Memory, strategy: str) -> None:
     texts = [TEA, *FILLER, "jasmine tea again?", "Yes, jasmine tea."]
     await save_thread(memory, "t", texts)
-    result = await recall(memory, thread_id="t", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="t", query="jasmine tea",
                           options=RecallOptions(last_n=3, merge=strategy))  # type: ignore[arg-type]
     window = ["t-8", "t-9", "t-10"]
     assert [m.id for m in result.history] == window
@@ -171,7 +167,7 @@ async def test_merge_never_duplicates_the_recent_window(memory: Memory, strategy
 
 async def test_neighbours_inside_the_window_are_not_repeated(memory: Memory) -> None:
     await save_thread(memory, "t", [*FILLER[:5], TEA, *FILLER[5:7]])
-    result = await recall(memory, thread_id="t", resource_id="ada", query="jasmine",
+    result = await recall(memory.recall_reader("ada"), thread_id="t", query="jasmine",
                           options=RecallOptions(last_n=2, message_range=2, top_k=1))
     assert hit_ids(result) == ["t-5"]
     assert [m.id for m in result.hits[0].context] == ["t-3", "t-4", "t-5"]
@@ -191,13 +187,13 @@ async def test_recalled_messages_never_hold_half_a_tool_exchange(memory: Memory)
         *[Message(id=f"f{i}", role="user", parts=[TextPart(text=t)]) for i, t in enumerate(FILLER)],
     ]
     await memory.save_messages(messages, thread_id="t", resource_id="ada")
-    half = await recall(memory, thread_id=None, resource_id="ada", query="Lisbon forecast",
+    half = await recall(memory.recall_reader("ada"), thread_id=None, query="Lisbon forecast",
                         options=RecallOptions(top_k=1, message_range=0, context_window=0))
     assert [h.message.id for h in half.hits] == ["m1"]
     assert half.hits[0].message.tool_calls  # the hit itself is the stored message
     assert [m.id for m in half.messages] == ["m1"]
     assert half.messages[0].tool_calls == [] and half.messages[0].text == "Checking the Lisbon forecast."
-    whole = await recall(memory, thread_id=None, resource_id="ada", query="Lisbon forecast",
+    whole = await recall(memory.recall_reader("ada"), thread_id=None, query="Lisbon forecast",
                          options=RecallOptions(top_k=1, message_range=1, context_window=0))
     assert [m.id for m in whole.messages] == ["m0", "m1", "m2"]
     assert whole.messages[1].tool_calls and whole.messages[2].tool_results
@@ -205,7 +201,7 @@ async def test_recalled_messages_never_hold_half_a_tool_exchange(memory: Memory)
 
 async def test_the_memory_history_options_give_the_default_window(memory: Memory) -> None:
     await save_thread(memory, "t", [f"{i} tea" for i in range(14)])
-    result = await recall(memory, thread_id="t", resource_id="ada", query="tea")
+    result = await recall(memory.recall_reader("ada"), thread_id="t", query="tea")
     assert len(result.history) == memory.options.history.last_n == 10
     assert all(int(h.message.id.split("-")[1]) < 4 for h in result.hits)
 
@@ -213,10 +209,9 @@ async def test_the_memory_history_options_give_the_default_window(memory: Memory
 async def test_working_memory_is_returned(memory: Memory) -> None:
     await _ada(memory)
     await memory.update_working_memory("- likes: jasmine tea", resource_id="ada", thread_id="now")
-    result = await recall(memory, thread_id="now", resource_id="ada", query="tea")
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="tea")
     assert result.working_memory is not None and "jasmine" in result.working_memory
-    assert result.summary is None
-    off = await recall(memory, thread_id="now", resource_id="ada", query="tea",
+    off = await recall(memory.recall_reader("ada"), thread_id="now", query="tea",
                        options=RecallOptions(working_memory=False))
     assert off.working_memory is None
 
@@ -230,7 +225,7 @@ async def test_no_current_thread_means_no_window_and_no_thread_working_memory(sc
     try:
         await save_thread(opened, "t", [TEA])
         await opened.update_working_memory("- tea", resource_id="ada", thread_id="t")
-        result = await recall(opened, thread_id=None, resource_id="ada", query="jasmine")
+        result = await recall(opened.recall_reader("ada"), thread_id=None, query="jasmine")
         assert result.history == [] and hit_ids(result) == ["t-0"]
         assert result.working_memory == (None if scope == "thread" else "- tea")
     finally:
@@ -241,9 +236,9 @@ async def test_author_boost_prefers_the_named_author(memory: Memory) -> None:
     texts = ["I adopted a cat.", "I adopted a dog.", *FILLER[:2]]
     await save_thread(memory, "t", texts, names=["Mel", "Caro"])
     options = RecallOptions(top_k=1, message_range=0, context_window=0)
-    caro = await recall(memory, thread_id=None, resource_id="ada", query="What did Caro adopt?",
+    caro = await recall(memory.recall_reader("ada"), thread_id=None, query="What did Caro adopt?",
                         options=options)
-    mel = await recall(memory, thread_id=None, resource_id="ada", query="What did Mel adopt?",
+    mel = await recall(memory.recall_reader("ada"), thread_id=None, query="What did Mel adopt?",
                        options=options)
     assert (hit_ids(caro), hit_ids(mel)) == (["t-1"], ["t-0"])
 
@@ -253,9 +248,9 @@ async def test_date_boost_prefers_messages_of_the_named_day(memory: Memory) -> N
     await save_thread(memory, "a", texts, start=datetime(2023, 5, 8, tzinfo=UTC))
     await save_thread(memory, "b", texts, start=datetime(2023, 6, 9, tzinfo=UTC))
     options = RecallOptions(top_k=1, message_range=0)
-    may = await recall(memory, thread_id=None, resource_id="ada",
+    may = await recall(memory.recall_reader("ada"), thread_id=None,
                        query="What about the garden on 8 May 2023?", options=options)
-    june = await recall(memory, thread_id=None, resource_id="ada",
+    june = await recall(memory.recall_reader("ada"), thread_id=None,
                         query="What about the garden in June 2023?", options=options)
     assert (may.hits[0].thread_id, june.hits[0].thread_id) == ("a", "b")
 
@@ -278,7 +273,7 @@ def vectors(matches: Sequence[tuple[MessageRef | tuple[str, str], float]]) -> Ve
 async def test_vector_hits_are_fused_and_labelled(memory: Memory) -> None:
     await _ada(memory)
     search = vectors([(MessageRef("old", "old-3"), 0.9), (("old", "old-6"), 0.8)])
-    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                           options=RecallOptions(last_n=0, message_range=0, top_k=20), vector_search=search)
     sources = {h.message.id: h.source for h in result.hits}
     assert sources["old-3"] == "both"
@@ -295,7 +290,7 @@ async def test_a_synchronous_vector_search_works_too(memory: Memory) -> None:
             tuple[MessageRef, float]]:
         return [(MessageRef("old", "old-6"), 0.7)]
 
-    result = await recall(memory, thread_id="now", resource_id="ada", query="nothing matches this",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="nothing matches this",
                           options=RecallOptions(last_n=0), vector_search=search)
     assert [(h.message.id, h.source) for h in result.hits] == [("old-6", "vector")]
     assert [m.id for m in result.hits[0].context] == ["old-5", "old-6", "old-7"]
@@ -306,10 +301,10 @@ async def test_vector_matches_outside_the_resource_or_scope_are_dropped(memory: 
     await save_thread(memory, "secret", ["bob's secret"], resource_id="bob")
     search = vectors([(MessageRef("secret", "secret-0"), 0.99), (MessageRef("old", "gone"), 0.95),
                       (MessageRef("old", "old-1"), 0.5), (MessageRef("now", "now-1"), 0.4)])
-    result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="zzz",
                           options=RecallOptions(last_n=0, message_range=0), vector_search=search)
     assert hit_ids(result) == ["old-1", "now-1"]
-    scoped = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+    scoped = await recall(memory.recall_reader("ada"), thread_id="now", query="zzz",
                           options=RecallOptions(last_n=0, message_range=0, scope="thread"),
                           vector_search=search)
     assert hit_ids(scoped) == ["now-1"]
@@ -319,7 +314,7 @@ async def test_vector_matches_outside_the_resource_or_scope_are_dropped(memory: 
 async def test_min_vector_score(memory: Memory) -> None:
     await _ada(memory)
     search = vectors([(MessageRef("old", "old-1"), 0.5), (MessageRef("old", "old-2"), 0.2)])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="zzz",
                           options=RecallOptions(min_vector_score=0.3, message_range=0),
                           vector_search=search)
     assert hit_ids(result) == ["old-1"]
@@ -334,7 +329,7 @@ async def test_hits_carry_the_fused_score(memory: Memory, fusion: str) -> None:
     options = RecallOptions(fusion="rrf" if fusion == "rrf" else "weighted", message_range=0,
                             top_k=20, lexical_weight=1.0, vector_weight=2.0,
                             normalization="minmax" if fusion == "minmax" else "max")
-    result = await recall(memory, thread_id=None, resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="jasmine tea",
                           options=options, vector_search=search)
     lexical = {h.message.id: h.lexical_score for h in result.hits if h.lexical_score is not None}
     vector = {h.message.id: h.vector_score for h in result.hits if h.vector_score is not None}
@@ -375,7 +370,7 @@ async def test_a_failing_vector_search_degrades_to_lexical(
         raise ConnectionError("embedding service unreachable")
 
     with caplog.at_level(logging.WARNING, logger="memvault.recall"):
-        result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+        result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                               vector_search=broken)
     assert hit_ids(result)[0] == "old-3"
     assert {h.source for h in result.hits} == {"lexical"}
@@ -400,7 +395,7 @@ async def test_any_vector_failure_or_bad_match_is_a_warning(
 ) -> None:
     await _ada(memory)
     with caplog.at_level(logging.WARNING, logger="memvault.recall"):
-        result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+        result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                               vector_search=answer)
     assert hit_ids(result)[0] == "old-3"
     assert {h.source for h in result.hits} == {"lexical"}
@@ -414,7 +409,7 @@ async def test_a_bad_match_does_not_lose_the_good_ones(memory: Memory) -> None:
     def search(query: str, resource_id: str, thread_id: str | None, top_k: int) -> list[Any]:
         return [(("old", ""), 0.99), ("nonsense",), (("old", "old-6"), 0.7)]
 
-    result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="zzz",
                           options=RecallOptions(last_n=0, message_range=0), vector_search=search)
     assert [(h.message.id, h.source) for h in result.hits] == [("old-6", "vector")]
     assert len(result.warnings) == 1 and "2 malformed" in result.warnings[0]
@@ -424,11 +419,10 @@ async def test_result_to_dict_is_json_ready(memory: Memory) -> None:
     import json
 
     await _ada(memory)
-    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea")
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea")
     data = json.loads(json.dumps(result.to_dict()))
     assert data["hits"][0]["thread_id"] == "old"
     assert data["hits"][0]["other_thread"] is True
-    assert data["summary"] is None
 
 
 # vector scorer: every candidate scored by meaning, smoothed over its neighbours
@@ -455,7 +449,7 @@ async def test_a_scorer_smooths_similarity_over_the_neighbours(memory: Memory) -
     await save_thread(memory, "t", FILLER)
     table = {f"t-{i}": 0.0 for i in range(8)} | {"t-3": 0.9}
     search = vectors([(MessageRef("t", "t-3"), 0.9)])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="zzz",
                           options=RecallOptions(message_range=0, vector_context_window=1),
                           vector_search=search, vector_scorer=TableScorer(table))
     # (0.9 * 1 + 0.0 * 0.5 + 0.0 * 0.5) / (1 + 0.5 + 0.5); the match's neighbours become
@@ -463,7 +457,7 @@ async def test_a_scorer_smooths_similarity_over_the_neighbours(memory: Memory) -
     assert [(h.message.id, h.vector_score, h.source) for h in result.hits] == [
         ("t-3", pytest.approx(0.45), "vector"), ("t-2", pytest.approx(0.225), "vector"),
         ("t-4", pytest.approx(0.225), "vector")]
-    edge = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+    edge = await recall(memory.recall_reader("ada"), thread_id=None, query="zzz",
                         options=RecallOptions(message_range=0, vector_context_window=2),
                         vector_search=vectors([(MessageRef("t", "t-0"), 0.9)]),
                         vector_scorer=TableScorer(table | {"t-0": 0.6, "t-1": 0.3}))
@@ -475,7 +469,7 @@ async def test_a_scorer_gives_every_lexical_candidate_a_vector_score(memory: Mem
     await _ada(memory)
     table = {f"old-{i}": 0.1 * i for i in range(9)}
     scorer = TableScorer(table)
-    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                           options=RecallOptions(last_n=0, message_range=0, vector_context_window=0),
                           vector_search=vectors([(MessageRef("old", "old-6"), 0.6)]), vector_scorer=scorer)
     by_id = {h.message.id: h for h in result.hits}
@@ -489,7 +483,7 @@ async def test_min_vector_score_applies_to_the_own_similarity(memory: Memory) ->
     await save_thread(memory, "t", FILLER)
     table = {"t-2": 0.2, "t-3": 0.9, "t-4": 0.4}
     search = vectors([(MessageRef("t", "t-3"), 0.9), (MessageRef("t", "t-2"), 0.2)])
-    result = await recall(memory, thread_id=None, resource_id="ada", query="zzz",
+    result = await recall(memory.recall_reader("ada"), thread_id=None, query="zzz",
                           options=RecallOptions(message_range=0, min_vector_score=0.5),
                           vector_search=search, vector_scorer=TableScorer(table))
     assert hit_ids(result) == ["t-3"]
@@ -500,7 +494,7 @@ async def test_a_failing_scorer_falls_back_to_the_matches(
 ) -> None:
     await _ada(memory)
     with caplog.at_level(logging.WARNING, logger="memvault.recall"):
-        result = await recall(memory, thread_id="now", resource_id="ada", query="zzz",
+        result = await recall(memory.recall_reader("ada"), thread_id="now", query="zzz",
                               options=RecallOptions(last_n=0, message_range=0),
                               vector_search=vectors([(MessageRef("old", "old-6"), 0.6)]),
                               vector_scorer=TableScorer({}, failing=True))
@@ -512,7 +506,7 @@ async def test_a_failing_scorer_falls_back_to_the_matches(
 async def test_a_scorer_without_a_search_is_not_asked(memory: Memory) -> None:
     await _ada(memory)
     scorer = TableScorer({"old-3": 0.9})
-    result = await recall(memory, thread_id="now", resource_id="ada", query="jasmine tea",
+    result = await recall(memory.recall_reader("ada"), thread_id="now", query="jasmine tea",
                           vector_scorer=scorer)
     assert hit_ids(result)[0] == "old-3" and scorer.asked == []
     assert {h.source for h in result.hits} == {"lexical"}

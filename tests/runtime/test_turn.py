@@ -12,9 +12,9 @@ import pytest
 
 from memvault import Memory, Message, ToolResultPart
 from memvault.llm import ModelResponse, ScriptedModel, ToolCall
+from memvault.runtime import Runtime, Turn, TurnOptions
 from memvault.runtime.summaries import SummaryOptions
 from memvault.runtime.titles import TITLE_INSTRUCTIONS
-from memvault.runtime.turn import TurnOptions
 
 
 def call(name: str, call_id: str = "c1", **args: Any) -> ModelResponse:
@@ -27,7 +27,7 @@ async def stored(memory: Memory, thread: str = "t1") -> list[Message]:
 
 async def test_a_turn_saves_runs_tools_and_flushes(memory: Memory) -> None:
     model = ScriptedModel([call("update_working_memory", memory="- Name: Ada"), "Nice to meet you, Ada!"])
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="Hi, I'm Ada", model=model,
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="Hi, I'm Ada", model=model,
                            options=TurnOptions(titles=False)) as turn:
         assert [m.text for m in await stored(memory)] == ["Hi, I'm Ada"]  # durable before the model
         assert turn.messages[-1] == {"role": "user", "content": "Hi, I'm Ada"}
@@ -48,7 +48,7 @@ async def test_a_turn_saves_runs_tools_and_flushes(memory: Memory) -> None:
 async def test_the_next_turn_is_fed_the_history_and_the_working_memory(memory: Memory) -> None:
     await memory.update_working_memory("- Likes: matcha", resource_id="ada")
     for text, reply in [("first question", "first answer"), ("second question", "second answer")]:
-        async with memory.turn(thread_id="t1", resource_id="ada", user_message=text,
+        async with Turn(memory, thread_id="t1", resource_id="ada", user_message=text,
                                model=ScriptedModel([reply]), options=TurnOptions(titles=False)) as turn:
             await turn.run()
     fed = turn.messages
@@ -65,7 +65,7 @@ async def test_your_tools_run_through_execute_and_failures_become_error_results(
             raise LookupError("no such city")
         return {"sky": "snow"}
 
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="weather?", model=model,
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="weather?", model=model,
                            options=TurnOptions(titles=False)) as turn:
         assert await turn.run(tools=[{"type": "function", "function": {"name": "weather"}}],
                               execute=execute) == "Snow."
@@ -76,7 +76,7 @@ async def test_your_tools_run_through_execute_and_failures_become_error_results(
 
 async def test_a_call_nobody_can_run_ends_the_stream_and_is_never_stored_dangling(memory: Memory) -> None:
     model = ScriptedModel([call("weather", city="Oslo")])
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="weather?", model=model,
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="weather?", model=model,
                            options=TurnOptions(titles=False)) as turn:
         await turn.run()
         assert [c.tool_call_id for c in turn.buffer.pending_tool_calls()] == ["c1"]
@@ -88,7 +88,7 @@ async def test_a_retried_turn_replaces_its_failed_attempt(memory: Memory) -> Non
     user = Message.user("tell me a story")
 
     async def crashing_attempt() -> None:
-        async with memory.turn(thread_id="t1", resource_id="ada", user_message=user,
+        async with Turn(memory, thread_id="t1", resource_id="ada", user_message=user,
                                options=TurnOptions(titles=False)) as turn:
             turn.append_text("Once upon a ")
             turn.add_step(Message.assistant("[sub-agent notes]"), agent_id="researcher")
@@ -99,7 +99,7 @@ async def test_a_retried_turn_replaces_its_failed_attempt(memory: Memory) -> Non
     first = await stored(memory)
     assert [m.text for m in first] == ["tell me a story", "Once upon a ", "[sub-agent notes]"]
 
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message=user,
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message=user,
                            model=ScriptedModel(["Once upon a time, the end."]),
                            options=TurnOptions(titles=False)) as turn:
         await turn.run()
@@ -109,7 +109,7 @@ async def test_a_retried_turn_replaces_its_failed_attempt(memory: Memory) -> Non
 
 
 async def test_sub_agent_output_carries_its_id_and_name(memory: Memory) -> None:
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="research this",
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="research this",
                            options=TurnOptions(titles=False)) as turn:
         turn.add_step(Message.assistant("found 3 papers"), agent_id="r1", agent_name="Researcher")
         turn.append_text("Here is the summary.")
@@ -122,7 +122,7 @@ async def test_a_cancelled_turn_is_flushed(memory: Memory) -> None:
     started = asyncio.Event()
 
     async def agent() -> None:
-        async with memory.turn(thread_id="t1", resource_id="ada", user_message="go",
+        async with Turn(memory, thread_id="t1", resource_id="ada", user_message="go",
                                options=TurnOptions(titles=False, debounce=60)) as turn:
             turn.append_text("partial answer")
             started.set()
@@ -145,12 +145,12 @@ def _background(messages: list[dict[str, Any]], tools: Any) -> str:
 async def test_title_and_summary_come_in_the_background(memory: Memory) -> None:
     background = ScriptedModel(_background)
     options = TurnOptions(summaries=SummaryOptions(trigger_tokens=30, keep_messages=2))
+    runtime = Runtime(memory, summary_model=background, options=options)
     for text in ["I plan a trip to Kyoto in April " * 3, "What should I pack?"]:
-        async with memory.turn(thread_id="t1", resource_id="ada", user_message=text,
-                               model=ScriptedModel(["Noted, pack light."]), summary_model=background,
-                               options=options) as turn:
+        async with runtime.turn(thread_id="t1", resource_id="ada", user_message=text,
+                                model=ScriptedModel(["Noted, pack light."])) as turn:
             await turn.run()
-    await memory.flush()
+    await runtime.flush()
     thread = await memory.get_thread(thread_id="t1", resource_id="ada")
     assert thread is not None and thread.title == "A trip to Kyoto"
     titles = [c for c in background.calls if c[0][0]["content"] == TITLE_INSTRUCTIONS]
@@ -163,11 +163,11 @@ async def test_title_and_summary_come_in_the_background(memory: Memory) -> None:
 async def test_a_failing_title_model_never_fails_the_turn(
     memory: Memory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="hello",
-                           model=ScriptedModel(["hi"]), summary_model=ScriptedModel([]),
-                           options=TurnOptions(summaries=None)) as turn:
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="hello",
+                    model=ScriptedModel(["hi"]), summary_model=ScriptedModel([]),
+                    options=TurnOptions(summaries=None)) as turn:
         await turn.run()
-    await memory.flush()
+    await turn.tasks.flush()
     assert "background title failed" in caplog.text
     assert [m.text for m in await stored(memory)] == ["hello", "hi"]
 
@@ -175,14 +175,16 @@ async def test_a_failing_title_model_never_fails_the_turn(
 def test_the_sync_twin_runs_a_turn(tmp_path: Path) -> None:
     from memvault.llm import Finish, TextDelta
     from memvault.sync import Memory as SyncMemory
+    from memvault.sync import Runtime as SyncRuntime
 
     with SyncMemory.open(f"sqlite:///{tmp_path / 'sync.db'}") as memory:
         model = ScriptedModel([call("update_working_memory", memory="- Name: Ada"), "Hello Ada!", "Again!"])
-        with memory.turn(thread_id="t1", resource_id="ada", user_message="I'm Ada", model=model,
+        runtime = SyncRuntime(memory)
+        with runtime.turn(thread_id="t1", resource_id="ada", user_message="I'm Ada", model=model,
                          options=TurnOptions(titles=False)) as turn:
             assert turn.messages[-1] == {"role": "user", "content": "I'm Ada"}
             assert turn.run() == "Hello Ada!"
-        with memory.turn(thread_id="t1", resource_id="ada", user_message="again", model=model,
+        with runtime.turn(thread_id="t1", resource_id="ada", user_message="again", model=model,
                          options=TurnOptions(titles=False)) as turn:
             events = list(turn.stream())
             turn.append_text(" (edited by hand)")

@@ -48,7 +48,7 @@ from memvault.memory import Memory
 from memvault.model import Message, TextPart
 from memvault.rules.tokens import message_tokens
 from memvault.runtime.context import Context, ContextOptions, assemble
-from memvault.runtime.turn import TurnOptions
+from memvault.runtime.turn import Turn, TurnOptions
 
 Progress = Callable[[str], None]
 ASSEMBLY_TARGET_MS = 20.0
@@ -98,8 +98,8 @@ async def _replay(conversation: Conversation, folder: Path, options: ContextOpti
                     total += sum(message_tokens(m, count) for m in opening)
                 else:
                     user = _said(first, session.created_at, role="user")
-                    async with memory.turn(thread_id=thread, resource_id=resource, user_message=user,
-                                           options=turn_options) as turn:
+                    async with Turn(memory, thread_id=thread, resource_id=resource, user_message=user,
+                                    options=turn_options) as turn:
                         assert turn.context is not None
                         total += message_tokens(user, count)
                         fed_tokens.append(turn.context.tokens)

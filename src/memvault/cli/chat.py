@@ -35,7 +35,8 @@ from memvault.llm.base import Model, ModelEvent, TextDelta, ToolCallEvent
 from memvault.memory import Memory
 from memvault.model import Message, Thread, check_id, new_id
 from memvault.recall import RecallHit
-from memvault.runtime.turn import TurnOptions
+from memvault.runtime.tasks import BackgroundTasks
+from memvault.runtime.turn import Turn, TurnOptions
 from memvault.stores import default_url
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -183,6 +184,7 @@ class ChatSession:
         from memvault.runtime.context import ContextOptions
 
         self.memory = memory
+        self.tasks = BackgroundTasks(memory)
         self.model = model
         self.resource_id = check_id(resource_id)
         self.thread_id = check_id(thread_id) if thread_id is not None else new_id()
@@ -222,8 +224,9 @@ class ChatSession:
         was streamed too); so is a :class:`~memvault.errors.ValidationError` (nothing saved)."""
         printer = _AnswerPrinter(self.console)
         try:
-            async with self.memory.turn(thread_id=self.thread_id, resource_id=self.resource_id,
-                                        user_message=text, model=self.model, options=self.options) as turn:
+            async with Turn(self.memory, thread_id=self.thread_id, resource_id=self.resource_id,
+                            user_message=text, model=self.model, options=self.options,
+                            tasks=self.tasks) as turn:
                 self.recalled = list(turn.context.recalled) if turn.context is not None else []
                 async for event in turn.stream():
                     printer.show(event)
@@ -296,7 +299,7 @@ class ChatSession:
     async def _settle(self) -> None:
         """Wait a little for background work (a new thread's title), never for long."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.memory.flush()), SETTLE_SECONDS)
+            await asyncio.wait_for(asyncio.shield(self.tasks.flush()), SETTLE_SECONDS)
 
     async def _new(self, argument: str) -> bool:
         self.thread_id = new_id()
@@ -409,7 +412,7 @@ def chat(
             runner.run(_start(session, db or default_url(), choice))
             _loop(runner, session)
         finally:
-            runner.run(_close(memory, choice.model))
+            runner.run(_close(session, choice.model))
 
 
 async def _start(session: ChatSession, url: str, choice: ModelChoice) -> None:
@@ -442,10 +445,13 @@ def _loop(runner: asyncio.Runner, session: ChatSession) -> None:
             session.console.print("[yellow]interrupted[/]")
 
 
-async def _close(memory: Memory, model: Model) -> None:
+async def _close(session: ChatSession, model: Model) -> None:
     """Wait for background titles and summaries, close the store and the model's client."""
     try:
-        await memory.close()
+        try:
+            await session.tasks.close()
+        finally:
+            await session.memory.close()
     finally:
         close = getattr(model, "aclose", None)
         if close is not None:

@@ -8,7 +8,6 @@ import typer
 
 from memvault.cli.common import AsJson, Db, Resource, emit, fail, no_thread, run
 from memvault.memory import Memory
-from memvault.transfer.copier import messages_of
 
 
 def delete(
@@ -30,7 +29,7 @@ def delete(
             if thread is not None:
                 if await memory.get_thread(thread_id=thread, resource_id=resource) is None:
                     fail(no_thread(thread, resource))
-                messages = sum([len(p) async for p in messages_of(memory.store, resource, thread)])
+                messages = await memory.count_messages(thread_id=thread, resource_id=resource)
                 if not yes:
                     typer.confirm(f"Delete {what} ({messages:,} messages)?", abort=True, err=True)
                 await memory.delete_thread(thread_id=thread, resource_id=resource)

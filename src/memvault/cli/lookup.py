@@ -17,7 +17,7 @@ from memvault.model import Message
 from memvault.options import MemoryOptions
 from memvault.recall import RecallResult
 from memvault.rules.working_memory import WorkingMemoryOptions
-from memvault.transfer.stats import STAT_KINDS, store_stats
+from memvault.transfer.stats import STAT_KINDS
 
 Thread = Annotated[str | None, typer.Option("--thread", "-t", help="Only this thread.")]
 
@@ -179,4 +179,5 @@ def stats(
 
 async def _stats(url: str | None, only: str | None) -> dict[str, dict[str, int]]:
     async with await Memory.open(url) as memory:
-        return await store_stats(memory.store, only)
+        resources = [only] if only is not None else await memory.resource_ids()
+        return {resource: await memory.stats(resource_id=resource) for resource in resources}

@@ -12,7 +12,6 @@ from memvault.cli.common import run
 from memvault.embeddings import resolve_embedder
 from memvault.memory import Memory
 from memvault.recall.semantic import probe
-from memvault.stores.capabilities import require_embeddings
 
 
 def reindex(
@@ -39,6 +38,6 @@ async def _reindex(url: str | None, spec: str | None) -> dict[str, int]:
     if embedder is not None:  # vectors of another model would be refused on open
         await probe(embedder)  # a failing embedder drops nothing
         async with await Memory.open(url) as plain:
-            await require_embeddings(plain.store).clear_embeddings()
+            await plain.clear_embeddings()
     async with await Memory.open(url, embedder=embedder) as memory:
         return await memory.reindex()

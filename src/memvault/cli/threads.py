@@ -14,7 +14,6 @@ from rich.table import Table
 from memvault.cli.common import AsJson, Db, Resource, emit, fail, no_thread, run
 from memvault.memory import Memory
 from memvault.model import Message, ReasoningPart, TextPart, Thread, ToolCallPart, ToolResultPart
-from memvault.transfer.copier import messages_of
 
 app = typer.Typer(help="List a resource's threads, or show one thread's messages.", no_args_is_help=True)
 
@@ -53,7 +52,7 @@ async def _list(url: str | None, resource: str, limit: int) -> list[tuple[Thread
 
 
 async def _count(memory: Memory, resource: str, thread_id: str) -> int:
-    return sum([len(page) async for page in messages_of(memory.store, resource, thread_id)])
+    return await memory.count_messages(thread_id=thread_id, resource_id=resource)
 
 
 @app.command("show")
@@ -123,5 +122,5 @@ async def _show(url: str | None, resource: str, thread_id: str) -> tuple[Thread,
         found = await memory.get_thread(thread_id=thread_id, resource_id=resource)
         if found is None:
             fail(no_thread(thread_id, resource))
-        messages = [m async for page in messages_of(memory.store, resource, thread_id) for m in page]
+        messages = await memory.get_messages(thread_id=thread_id, resource_id=resource)
         return found, messages

@@ -17,8 +17,8 @@ from memvault.memory import Memory
 from memvault.model import Message
 from memvault.recall import RecallHit
 from memvault.rules.working_memory import TOOL_NAME, WorkingMemoryOptions
+from memvault.runtime import Runtime, TurnOptions
 from memvault.runtime.titles import TITLE_INSTRUCTIONS
-from memvault.runtime.turn import TurnOptions
 
 RESOURCE = "ada"
 PROFILE = WorkingMemoryOptions(template="# User profile\n- Name:\n- Preferences:\n- Plans:\n")
@@ -65,15 +65,16 @@ async def run(memory: Memory) -> list[Turn]:
     """The whole demo: two turns in a first thread, then one in a new thread."""
     await memory.delete_resource(resource_id=RESOURCE)
     turns = []
-    for thread_id, text, replies in CONVERSATIONS:
-        model, titles = ScriptedModel(list(replies)), ScriptedModel(_titles)
-        async with memory.turn(thread_id=thread_id, resource_id=RESOURCE, user_message=text, model=model,
-                               summary_model=titles, options=TurnOptions(summaries=None)) as turn:
-            await turn.run()
-            assert turn.context is not None
-            turns.append(Turn(thread_id, turn.context.messages, turn.context.recalled,
-                              [turn.user_message, *turn.output]))
-    await memory.flush()  # the titles, made in the background
+    async with Runtime(memory, options=TurnOptions(summaries=None)) as runtime:
+        for thread_id, text, replies in CONVERSATIONS:
+            model, titles = ScriptedModel(list(replies)), ScriptedModel(_titles)
+            async with runtime.turn(thread_id=thread_id, resource_id=RESOURCE, user_message=text,
+                                    model=model, summary_model=titles) as turn:
+                await turn.run()
+                assert turn.context is not None
+                turns.append(Turn(thread_id, turn.context.messages, turn.context.recalled,
+                                  [turn.user_message, *turn.output]))
+    # leaving the runtime waited for the titles, made in the background
     return turns
 
 

@@ -41,7 +41,7 @@ from memvault.memory import Memory
 from memvault.model import Message, TextPart, check_id
 from memvault.options import MemoryOptions
 from memvault.recall import RecallHit
-from memvault.rules.working_memory import scoped_view
+from memvault.rules.working_memory import note_scope
 from memvault.runtime import tools as memory_tools
 
 Transport = Literal["stdio", "http"]
@@ -262,8 +262,8 @@ class MemoryServer:
         when it was never written)."""
         with _tool_errors():
             await self._check_thread(thread_id)
-            notes = scoped_view(self.memory, thread_id)
-            content = await notes.get_working_memory(resource_id=self.resource_id, thread_id=thread_id)
+            content = await self.memory.get_working_memory(resource_id=self.resource_id, thread_id=thread_id,
+                                                           scope=note_scope(thread_id))
         return WorkingMemory(thread_id=thread_id, content=content)
 
     async def update_working_memory(
@@ -281,8 +281,9 @@ class MemoryServer:
             if not content.strip() and mode == "append":
                 raise ValidationError("content is empty: give the text to add")
             await self._check_thread(thread_id)
-            note = await scoped_view(self.memory, thread_id).update_working_memory(
-                content, resource_id=self.resource_id, thread_id=thread_id, mode=mode)
+            note = await self.memory.update_working_memory(
+                content, resource_id=self.resource_id, thread_id=thread_id, mode=mode,
+                scope=note_scope(thread_id))
         return WorkingMemory(thread_id=thread_id, content=note)
 
 

@@ -17,17 +17,18 @@ No model is called here: an embedder, if any, lives behind the vector search.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import Message
+from memvault.model import Message, SearchHit, valid_id
 from memvault.recall import merge as merging
 from memvault.recall import vectors
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
-from memvault.recall.lexical import Key, lexical_candidates, read_around
+from memvault.recall.lexical import Key, hits_by_thread, lexical_candidates, lexical_span, query_terms
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
+from memvault.recall.reader import RecallReader
 from memvault.recall.types import (
     RecallHit,
-    RecallMemory,
     RecallResult,
     Source,
     VectorScorer,
@@ -37,10 +38,9 @@ from memvault.rules.history import pair_tool_parts
 
 
 async def recall(
-    memory: RecallMemory,
+    reader: RecallReader,
     *,
     thread_id: str | None,
-    resource_id: str,
     query: str,
     options: RecallOptions | None = None,
     vector_search: VectorSearch | None = None,
@@ -48,7 +48,7 @@ async def recall(
 ) -> RecallResult:
     """Find the older messages relevant to ``query`` and merge them with the recent window.
 
-    ``memory`` is a :class:`memvault.Memory` (or anything with its public read methods).
+    ``reader`` reads for the recalled resource (:class:`~memvault.recall.reader.RecallReader`).
     ``thread_id`` is the current thread: the recent window comes from it, and with
     ``scope="thread"`` only it is searched. It may be ``None`` for a resource-wide recall with
     no current conversation (then there is no window).
@@ -62,6 +62,8 @@ async def recall(
     options = options or RecallOptions()
     if not isinstance(query, str):
         raise ValidationError(f"query must be a string, got {type(query).__name__}")
+    if thread_id is not None:
+        thread_id = valid_id(thread_id, "thread_id")
     if options.scope == "thread" and thread_id is None:
         raise ValidationError('scope="thread" needs a thread_id')
     search_thread = thread_id if options.scope == "thread" else None
@@ -69,18 +71,22 @@ async def recall(
 
     window: list[Message] = []
     if thread_id is not None and options.last_n != 0:
-        window = await memory.get_history(thread_id=thread_id, resource_id=resource_id,
-                                          last_n=options.last_n)
+        window = await reader.window(thread_id, options.last_n)
     in_window = {merging.key(m) for m in window}
 
-    lexical_task = lexical_candidates(memory, resource_id=resource_id, thread_id=search_thread,
-                                      query=query, options=options)
-    if vector_search is not None:
-        lexical, matches = await asyncio.gather(lexical_task, vectors.vector_matches(
-            vector_search, query, resource_id, search_thread, options.vector_candidates, warnings))
-    else:
-        lexical, matches = await lexical_task, []
+    if vector_search is None:
         vector_scorer = None  # a scorer alone finds nothing new: it only scores a search's matches
+    found, matches = await asyncio.gather(
+        reader.full_text(query, thread_id=search_thread, limit=options.candidates)
+        if query_terms(query) else _nothing(),
+        vectors.vector_matches(vector_search, query, reader.resource_id, search_thread,
+                               options.vector_candidates, warnings)
+        if vector_search is not None else _nothing(),
+    )
+    # with a scorer, each match's neighbours join the candidates, and they need theirs
+    reach = 2 * options.vector_context_window if vector_scorer is not None else 0
+    await _read_once(reader, found, vectors.in_scope(matches, search_thread, options), options, reach)
+    lexical = await lexical_candidates(reader, query=query, found=found, options=options)
 
     messages: dict[Key, Message] = {}
     lexical_scores: dict[Key, float] = {}
@@ -88,15 +94,13 @@ async def recall(
         if key not in in_window:
             messages[key] = candidate.message
             lexical_scores[key] = candidate.score
-    # with a scorer, each match's neighbours join the candidates, and they need theirs
-    reach = 2 * options.vector_context_window if vector_scorer is not None else 0
-    vector_scores, reads = await vectors.read_matches(
-        memory, resource_id, search_thread, matches, messages, options, reach)
+    vector_scores, reads = await vectors.read_matches(reader, search_thread, matches, messages, options,
+                                                      reach)
     windowed = {(thread or "", message_id) for thread, message_id in in_window}
     for window_key in windowed:
         vector_scores.pop(window_key, None)
     if vector_scorer is not None:
-        vector_scores = await _scored(vector_scorer, query, resource_id, lexical_scores, vector_scores,
+        vector_scores = await _scored(vector_scorer, query, reader.resource_id, lexical_scores, vector_scores,
                                       lexical.threads, reads, windowed, messages, options, warnings)
 
     sources = {"lexical": lexical_scores, "vector": vector_scores}
@@ -111,8 +115,7 @@ async def recall(
         ranked = [item for item in ranked if item[1] >= floor]
     ranked = ranked[: options.top_k]
 
-    contexts = await _neighbours(memory, resource_id, [key for key, _ in ranked], messages,
-                                 options.message_range)
+    contexts = await _neighbours(reader, [key for key, _ in ranked], messages, options.message_range)
     hits: list[RecallHit] = []
     recalled: list[Message] = []
     for key, score in ranked:
@@ -134,23 +137,37 @@ async def recall(
         ))
     # like the history window, recalled messages never separate a tool call from its result
     recalled = pair_tool_parts(merging.chronological(merging.without(recalled, window)))
-    working_memory = None
-    if options.working_memory:
-        try:
-            working_memory = await memory.get_working_memory(resource_id=resource_id, thread_id=thread_id)
-        except ValidationError:
-            if thread_id is not None:
-                raise
-            # a thread-scoped working memory and no current thread: there is none to feed
+    working_memory = await reader.note(thread_id) if options.working_memory else None
     return RecallResult(
         messages=merging.merge(recalled, window, options.merge),
         hits=hits,
         recalled=recalled,
         history=list(window),
         working_memory=working_memory,
-        summary=None,
         warnings=warnings,
     )
+
+
+async def _nothing() -> list[Any]:
+    return []
+
+
+async def _read_once(
+    reader: RecallReader,
+    found: list[SearchHit],
+    matched: dict[Key, float],
+    options: RecallOptions,
+    reach: int,
+) -> None:
+    """Read every full-text hit and vector match with the neighbours any later step needs, in
+    one read per thread; the later steps are then answered by the reader from what it read."""
+    lexical = hits_by_thread(found)
+    wanted: dict[str, list[str]] = {name: list(ids) for name, ids in lexical.items()}
+    for name, message_id in matched:
+        wanted.setdefault(name, []).append(message_id)
+    if wanted:
+        span = max(lexical_span(options) if lexical else 0, reach if matched else 0)
+        await reader.around(wanted, span)
 
 
 def _source(lexical: bool, vector: bool) -> Source:
@@ -199,8 +216,7 @@ async def _scored(
 
 
 async def _neighbours(
-    memory: RecallMemory,
-    resource_id: str,
+    reader: RecallReader,
     keys: list[Key],
     messages: dict[Key, Message],
     message_range: int,
@@ -212,7 +228,7 @@ async def _neighbours(
     for thread, message_id in keys:
         by_thread.setdefault(thread, []).append(message_id)
     out: dict[Key, tuple[Message, ...]] = {}
-    for name, found in (await read_around(memory, resource_id, by_thread, message_range)).items():
+    for name, found in (await reader.around(by_thread, message_range)).items():
         position = {m.id: i for i, m in enumerate(found)}
         for message_id in by_thread[name]:
             i = position.get(message_id)

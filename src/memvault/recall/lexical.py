@@ -7,7 +7,7 @@ distance d weighted ``decay ** d`` (a fractional term frequency), up to ``window
 
 The work stays bounded and scoped to the resource: the store's full-text search (which sees
 every message) picks the ``candidates`` best messages; each is read back with its neighbours
-(``get_messages(ids=..., message_range=reach + window)``, one call per thread); the candidates
+(:meth:`~memvault.recall.reader.RecallReader.around`, ``reach + window`` each side); the candidates
 and their ``reach`` nearest neighbours form the pool that is scored. The inverse document
 frequencies and the mean length are estimated on that pool, so nothing needs the whole
 resource in memory, and there is no cache to go stale.
@@ -18,17 +18,16 @@ named in the query, and a date the query names (:mod:`memvault.recall.dates`).
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvault.model import Message
+from memvault.model import Message, SearchHit
 from memvault.recall.dates import DateSpan, query_dates
 from memvault.recall.options import RecallOptions
-from memvault.recall.types import RecallMemory
+from memvault.recall.reader import RecallReader
 from memvault.rules.lexical import (
     ASCII_WORD,
     STOP_WORDS,
@@ -117,20 +116,6 @@ class Candidate:
     score: float
 
 
-async def read_around(
-    memory: RecallMemory, resource_id: str, ids: dict[str, list[str]], message_range: int
-) -> dict[str, list[Message]]:
-    """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each
-    side, in thread order (runs with gaps between them): one read per thread, concurrently."""
-    names = list(ids)
-    read = await asyncio.gather(*(
-        memory.get_messages(thread_id=name, resource_id=resource_id, ids=ids[name],
-                            message_range=message_range)
-        for name in names
-    ))
-    return dict(zip(names, read, strict=True))
-
-
 @dataclass
 class LexicalResult:
     candidates: dict[Key, Candidate]
@@ -138,32 +123,36 @@ class LexicalResult:
     """The messages read per thread (hits and neighbours, in thread order)."""
 
 
-async def lexical_candidates(
-    memory: RecallMemory,
-    *,
-    resource_id: str,
-    thread_id: str | None,
-    query: str,
-    options: RecallOptions,
-) -> LexicalResult:
-    """Score the pool around the store's best full-text matches; ``thread_id`` limits the
-    search to one thread (``None``: the whole resource)."""
-    terms = query_terms(query)
-    if not terms:
-        return LexicalResult({}, {})
-    found = await memory.search_messages(
-        resource_id=resource_id, query=query, thread_id=thread_id, limit=options.candidates
-    )
-    hits_by_thread: dict[str, list[str]] = {}
+def lexical_span(options: RecallOptions) -> int:
+    """How many neighbours each side of a full-text hit are read: far enough that each pool
+    member has its context window and its vector-smoothing neighbours."""
+    return max(options.context_window, options.vector_context_window) + options.context_reach
+
+
+def hits_by_thread(found: Sequence[SearchHit]) -> dict[str, list[str]]:
+    """The full-text hits' message ids, per thread, best first."""
+    by_thread: dict[str, list[str]] = {}
     for hit in found:
         if hit.message.thread_id is not None:
-            hits_by_thread.setdefault(hit.message.thread_id, []).append(hit.message.id)
-    if not hits_by_thread:
+            by_thread.setdefault(hit.message.thread_id, []).append(hit.message.id)
+    return by_thread
+
+
+async def lexical_candidates(
+    reader: RecallReader,
+    *,
+    query: str,
+    found: Sequence[SearchHit],
+    options: RecallOptions,
+) -> LexicalResult:
+    """Score the pool around ``found``, the store's best full-text matches for ``query``
+    (:meth:`RecallReader.full_text`)."""
+    terms = query_terms(query)
+    by_thread = hits_by_thread(found)
+    if not terms or not by_thread:
         return LexicalResult({}, {})
     window, reach = options.context_window, options.context_reach
-    # read far enough that each pool member also has its vector-smoothing neighbours
-    span = max(window, options.vector_context_window) + reach
-    threads = await read_around(memory, resource_id, hits_by_thread, span)
+    threads = await reader.around(by_thread, lexical_span(options))
 
     # per message: its length and the counts of the query's terms
     weights = [options.context_decay ** d for d in range(window + 1)]
@@ -176,7 +165,7 @@ async def lexical_candidates(
             term_counts, size = matcher.counts(_document(message, options))
             counts.append(term_counts)
             lengths.append(size)
-        wanted = set(hits_by_thread[name])
+        wanted = set(by_thread[name])
         hit_positions = [i for i, m in enumerate(messages) if m.id in wanted]
         members = sorted({j for i in hit_positions for j in range(i - reach, i + reach + 1)
                           if 0 <= j < len(messages)})

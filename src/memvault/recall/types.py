@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
-from memvault.model import Message, SearchHit
+from memvault.model import Message
 
 Source: TypeAlias = Literal["lexical", "vector", "both"]
 """Which search found a hit: the words, the vector search, or both."""
@@ -68,31 +68,6 @@ class VectorScorer(Protocol):
     ) -> dict[MessageRef, float]: ...
 
 
-@runtime_checkable
-class RecallMemory(Protocol):
-    """What recall reads, by keyword: the public methods of :class:`memvault.Memory`."""
-
-    async def search_messages(
-        self, *, resource_id: str, query: str, thread_id: str | None = None, limit: int = 10
-    ) -> list[SearchHit]: ...
-
-    async def get_messages(
-        self,
-        *,
-        thread_id: str,
-        resource_id: str,
-        last_n: int | None = None,
-        ids: Sequence[str] | None = None,
-        message_range: int = 0,
-    ) -> list[Message]: ...
-
-    async def get_history(
-        self, *, thread_id: str, resource_id: str, last_n: int | None = None
-    ) -> list[Message]: ...
-
-    async def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None: ...
-
-
 @dataclass(frozen=True)
 class RecallHit:
     """One recalled message.
@@ -135,7 +110,6 @@ class RecallResult:
       copy (as in the history window), so the feed never has half a tool exchange.
     - ``history``: the recent window.
     - ``working_memory``: the working memory's content (``None`` when never written or not asked).
-    - ``summary``: the summary of older history: always ``None`` for now.
     - ``warnings``: what degraded (e.g. the vector search failed and recall fell back to words).
     """
 
@@ -144,7 +118,6 @@ class RecallResult:
     recalled: list[Message] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
     working_memory: str | None = None
-    summary: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,6 +131,5 @@ class RecallResult:
                 for h in self.hits
             ],
             "working_memory": self.working_memory,
-            "summary": self.summary,
             "warnings": list(self.warnings),
         }

@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from memvault.model import Message, check_id
-from memvault.recall.lexical import Key, read_around
+from memvault.recall.lexical import Key
 from memvault.recall.options import RecallOptions
-from memvault.recall.types import MessageRef, RecallMemory, VectorScorer, VectorSearch
+from memvault.recall.reader import RecallReader
+from memvault.recall.types import MessageRef, VectorScorer, VectorSearch
 
 logger = logging.getLogger("memvault.recall")
 
@@ -90,9 +91,24 @@ def _ref(match: Any) -> tuple[MessageRef, float]:
     return ref, value
 
 
+def in_scope(
+    matches: list[tuple[MessageRef, float]], thread_id: str | None, options: RecallOptions
+) -> dict[Key, float]:
+    """The matches in ``thread_id`` (any thread when ``None``) at or above the options'
+    ``min_vector_score``, with their best similarity."""
+    scores: dict[Key, float] = {}
+    for ref, score in matches:
+        if thread_id is not None and ref.thread_id != thread_id:
+            continue
+        if options.min_vector_score is not None and score < options.min_vector_score:
+            continue
+        key = (ref.thread_id, ref.message_id)
+        scores[key] = max(score, scores.get(key, score))
+    return scores
+
+
 async def read_matches(
-    memory: RecallMemory,
-    resource_id: str,
+    reader: RecallReader,
     thread_id: str | None,
     matches: list[tuple[MessageRef, float]],
     messages: dict[Key, Message],
@@ -105,19 +121,12 @@ async def read_matches(
 
     Those are read with ``window`` neighbours each side, and the reads are returned too: per
     thread, runs of messages in thread order."""
-    scores: dict[Key, float] = {}
-    for ref, score in matches:
-        if thread_id is not None and ref.thread_id != thread_id:
-            continue
-        if options.min_vector_score is not None and score < options.min_vector_score:
-            continue
-        key = (ref.thread_id, ref.message_id)
-        scores[key] = max(score, scores.get(key, score))
+    scores = in_scope(matches, thread_id, options)
     missing: dict[str, list[str]] = {}
     for key in scores:
         if key not in messages:
             missing.setdefault(key[0], []).append(key[1])
-    reads = await read_around(memory, resource_id, missing, window)
+    reads = await reader.around(missing, window)
     for name, found in reads.items():
         wanted = set(missing[name])
         for message in found:

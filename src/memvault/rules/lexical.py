@@ -58,6 +58,12 @@ STOP_WORDS = frozenset(
 )
 
 
+def searchable_query(query: str) -> str:
+    """``query`` as the stores search it: NUL bytes become spaces and lone surrogates U+FFFD,
+    so any Python string is a safe query."""
+    return query.replace("\x00", " ").encode("utf-8", "replace").decode()
+
+
 def query_groups(query: str) -> list[list[str]]:
     """The query's words, lower-cased; a CJK run becomes one group of single characters
     (matched as a phrase), any other word a group of one. English stop words are dropped,

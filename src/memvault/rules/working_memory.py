@@ -14,18 +14,14 @@ line. ``replace`` replaces the whole note. Updates run atomically in the store.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import jsonschema
 import pydantic
 
 from memvault.errors import ValidationError
-
-if TYPE_CHECKING:
-    from memvault.memory import Memory
 from memvault.model import check_json, check_text, note_key
 
 Scope = Literal["resource", "thread"]
@@ -83,6 +79,12 @@ def key(scope: Scope, thread_id: str | None) -> str:
     if not thread_id:
         raise ValidationError("thread-scoped working memory needs a thread_id")
     return note_key(thread_id)
+
+
+def note_scope(thread_id: str | None) -> Scope:
+    """The scope that names the note a caller picks by giving (or not) a ``thread_id``: the
+    thread's note with one, the resource's without (for faces that let the caller choose)."""
+    return "resource" if thread_id is None else "thread"
 
 
 def deep_merge(current: Any, update: Any) -> Any:
@@ -234,15 +236,3 @@ def tool_definition(options: WorkingMemoryOptions) -> dict[str, Any]:
             },
         },
     }
-
-
-def scoped_view(memory: Memory, thread_id: str | None) -> Memory:
-    """``memory`` (same store, same merge rules) with its working memory the thread's when
-    ``thread_id`` is given and the resource's otherwise: for faces that let the caller pick
-    which note to read or write. ``memory`` itself when the scope already matches; else a view
-    without the embedder (working memory needs none)."""
-    scope: Literal["resource", "thread"] = "resource" if thread_id is None else "thread"
-    if memory.options.working_memory.scope == scope:
-        return memory
-    notes = dataclasses.replace(memory.options.working_memory, scope=scope)
-    return type(memory)(memory.store, dataclasses.replace(memory.options, working_memory=notes))

@@ -28,7 +28,8 @@ from memvault.formats.openai_chat import to_openai
 from memvault.llm.base import ChatMessage
 from memvault.memory import Memory
 from memvault.model import Message, Summary
-from memvault.recall import RecallHit, RecallOptions
+from memvault.recall import RecallHit, RecallOptions, RecallReader
+from memvault.rules import working_memory as wm
 from memvault.rules.history import window
 from memvault.rules.tokens import MESSAGE_OVERHEAD, TokenCounter, message_tokens
 from memvault.runtime.summaries import transcript
@@ -87,18 +88,21 @@ async def assemble(
     resource_id: str,
     query: str,
     options: ContextOptions | None = None,
+    reader: RecallReader | None = None,
 ) -> Context:
     """The context for a turn of ``thread_id`` whose user message is ``query`` (already saved,
-    so it is the last message of the history)."""
+    so it is the last message of the history). ``reader`` (default
+    :meth:`memvault.Memory.recall_reader`) reads the window, the note and what recall needs;
+    the note is read once."""
     options = options or ContextOptions()
+    reader = reader or memory.recall_reader(resource_id)
     count = functools.lru_cache(maxsize=None)(memory.options.token_counter)  # texts repeat below
     summary = await memory.get_summary(thread_id=thread_id, resource_id=resource_id)
     system = options.instructions
     note = None
     if options.working_memory:
-        note = await memory.get_working_memory(resource_id=resource_id, thread_id=thread_id)
-        system += "\n\n" + await memory.working_memory_instructions(resource_id=resource_id,
-                                                                    thread_id=thread_id)
+        note = await reader.note(thread_id)
+        system += "\n\n" + wm.instructions(memory.options.working_memory, note)
     head: list[ChatMessage] = [{"role": "system", "content": system}]
     if summary is not None:
         when = summary.updated_at.date().isoformat()
@@ -111,10 +115,10 @@ async def assemble(
     if options.recall and query.strip():
         recall_options = options.recall_options or memory.options.recall
         result = await memory.recall(resource_id=resource_id, thread_id=thread_id, query=query,
-                                     options=recall_options)
+                                     options=recall_options, reader=reader)
         hits, warnings, tail = result.hits, result.warnings, result.history
     else:
-        tail = await memory.get_history(thread_id=thread_id, resource_id=resource_id)
+        tail = await reader.window(thread_id)
     through = summary.through_seq if summary is not None else 0
     tail = [m for m in tail if m.seq is None or m.seq > through]
     history_budget = left if not hits else max(int(left * options.history_share),

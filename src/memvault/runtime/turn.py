@@ -2,8 +2,11 @@
 
 ::
 
-    async with memory.turn(thread_id="t1", resource_id="ada", user_message="Hi, I'm Ada") as turn:
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="Hi, I'm Ada") as turn:
         answer = await turn.run(model)          # or drive the model yourself, see below
+
+(:class:`memvault.runtime.Runtime` starts turns with a shared model and one owner of their
+background work: ``runtime.turn(thread_id=..., resource_id=..., user_message=...)``.)
 
 Entering the block:
 
@@ -23,8 +26,14 @@ memory tools, and your own tools through ``execute``), or feed output yourself w
 
 Leaving the block flushes everything (also on an exception or a cancellation). Then, in the
 background and never blocking the turn: a title for a new thread (from its first user message)
-and a summary when the thread has grown past ``trigger_tokens``. ``await memory.flush()`` waits
-for them. A failing title or summary is logged; it never fails the turn.
+and a summary when the thread has grown past ``trigger_tokens``, run by the turn's
+:class:`~memvault.runtime.tasks.BackgroundTasks` (``tasks=``; by default one of its own, at
+:attr:`Turn.tasks`): ``await turn.tasks.flush()`` waits for them. A failing title or summary is
+logged; it never fails the turn.
+
+**Reads.** Entering reads the thread's newest messages once (for a retry and the history
+window), saves the user's message, then reads the summary, the note (once) and what recall
+needs through one :class:`~memvault.recall.RecallReader`.
 
 **Retries.** The turn's id is the user message's id; the messages the turn creates get ids
 derived from it (``f"{turn_id}-a0"``, ...). Entering a turn again with the same user message
@@ -35,10 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memvault.errors import ValidationError
 from memvault.formats.openai_chat import to_openai
@@ -55,17 +64,16 @@ from memvault.llm.base import (
     ToolCallEvent,
     Usage,
 )
-from memvault.model import Message, ToolCallPart, ToolResultPart
+from memvault.memory import Memory
+from memvault.model import Message, ToolCallPart, ToolResultPart, valid_id
 from memvault.runtime.buffer import TURN_ID, ConversationBuffer
 from memvault.runtime.context import Context, ContextOptions, assemble
 from memvault.runtime.persist import PersistQueue
 from memvault.runtime.summaries import SummaryOptions, summarize_if_needed
+from memvault.runtime.tasks import BackgroundTasks
 from memvault.runtime.titles import make_title
 from memvault.runtime.tools import MemoryTools
 from memvault.telemetry import traced
-
-if TYPE_CHECKING:
-    from memvault.memory import Memory
 
 logger = logging.getLogger("memvault.turn")
 
@@ -100,11 +108,29 @@ class TurnOptions:
             raise ValidationError("max_steps must be at least 1")
 
 
+class _Recorder:
+    """The memory as the persist queue writes to it, keeping what was saved (with its ``seq``)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.saved: list[Message] = []
+
+    async def save_messages(self, messages: Iterable[Message], *, thread_id: str,
+                            resource_id: str) -> list[Message]:
+        saved = await self.memory.save_messages(messages, thread_id=thread_id, resource_id=resource_id)
+        self.saved.extend(saved)
+        return saved
+
+    async def delete_messages(self, ids: Sequence[str], *, thread_id: str, resource_id: str) -> int:
+        return await self.memory.delete_messages(ids, thread_id=thread_id, resource_id=resource_id)
+
+
 class Turn:
-    """One turn of one thread; use ``async with memory.turn(...)`` (see the module docstring).
+    """One turn of one thread; use ``async with Turn(memory, ...)`` (see the module docstring).
 
     ``model`` is the default for :meth:`run` / :meth:`stream` and the model of titles and
     summaries (``summary_model`` overrides it for summaries and titles, e.g. a cheaper one).
+    ``tasks`` runs the title and summary after the turn (default: the turn's own).
     """
 
     def __init__(
@@ -117,7 +143,9 @@ class Turn:
         model: Model | None = None,
         summary_model: Model | None = None,
         options: TurnOptions | None = None,
+        tasks: BackgroundTasks | None = None,
     ) -> None:
+        thread_id, resource_id = valid_id(thread_id, "thread_id"), valid_id(resource_id, "resource_id")
         if isinstance(user_message, str):
             user_message = Message.user(user_message)
         if not isinstance(user_message, Message) or user_message.role != "user":
@@ -130,12 +158,12 @@ class Turn:
         self.model = model
         self.summary_model = summary_model or model
         self.options = options or TurnOptions()
+        self.tasks = tasks if tasks is not None else BackgroundTasks(memory)
         self.tools = MemoryTools(memory, resource_id=resource_id, thread_id=thread_id)
         self.usage = Usage()
         self.context: Context | None = None
         self._buffer: ConversationBuffer | None = None
         self._queue: PersistQueue | None = None
-        self._new_thread = False
 
     # entering and leaving
 
@@ -146,21 +174,32 @@ class Turn:
     @traced("turn")
     async def _begin(self) -> None:
         memory = self.memory
-        thread = await memory.get_thread(thread_id=self.thread_id, resource_id=self.resource_id)
-        if thread is None:
-            await memory.create_thread(thread_id=self.thread_id, resource_id=self.resource_id, exist_ok=True)
-        self._new_thread = thread is None or thread.title is None
+        lookback = max(RETRY_LOOKBACK, self._window_size())
         recent = await memory.get_messages(thread_id=self.thread_id, resource_id=self.resource_id,
-                                           last_n=RETRY_LOOKBACK)
+                                           last_n=lookback)
         retry = any(m.metadata.get(TURN_ID) == self.turn_id for m in recent)
         self._buffer = ConversationBuffer(self.thread_id, self.resource_id, recent, turn_id=self.turn_id,
                                           retry=retry)
         self._buffer.add_user(self.user_message)
-        self._queue = PersistQueue(memory, debounce=self.options.debounce)
+        writer = _Recorder(memory)
+        self._queue = PersistQueue(writer, debounce=self.options.debounce)
         self._queue.schedule_pending(self._buffer)
-        await self._queue.flush()  # the user's message is durable before the model runs
+        # the user's message is durable before the model runs (saving creates a new thread)
+        await self._queue.flush()
+        reader = memory.recall_reader(self.resource_id)
+        tail = _tail(recent, writer.saved, self.user_message.id, retry)
+        if tail is not None:
+            reader.preload_tail(self.thread_id, tail, complete=len(recent) < lookback)
         self.context = await assemble(memory, thread_id=self.thread_id, resource_id=self.resource_id,
-                                      query=self.user_message.text, options=self.options.context)
+                                      query=self.user_message.text, options=self.options.context,
+                                      reader=reader)
+
+    def _window_size(self) -> int:
+        """How many of the newest messages the history window may take."""
+        recall = self.options.context.recall_options or self.memory.options.recall
+        if self.options.context.recall and recall.last_n is not None:
+            return recall.last_n
+        return self.memory.options.history.last_n
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
@@ -175,10 +214,10 @@ class Turn:
         model = self.summary_model
         if model is None:
             return
-        if self.options.titles and self._new_thread and self._first_user_message():
-            self.memory._in_background(self._title(model), name="title")
+        if self.options.titles and self._first_user_message():
+            self.tasks.spawn(self._title(model), name="title")
         if self.options.summaries is not None:
-            self.memory._in_background(
+            self.tasks.spawn(
                 summarize_if_needed(self.memory, model, thread_id=self.thread_id,
                                     resource_id=self.resource_id, options=self.options.summaries),
                 name="summary",
@@ -189,6 +228,10 @@ class Turn:
         return len(users) == 1
 
     async def _title(self, model: Model) -> None:
+        """Title the thread from its first user message, unless it has a title already."""
+        thread = await self.memory.get_thread(thread_id=self.thread_id, resource_id=self.resource_id)
+        if thread is None or thread.title is not None:
+            return
         title = await make_title(model, self.user_message.text)
         if title:
             thread = await self.memory.get_thread(thread_id=self.thread_id, resource_id=self.resource_id)
@@ -201,7 +244,7 @@ class Turn:
     @property
     def buffer(self) -> ConversationBuffer:
         if self._buffer is None:
-            raise RuntimeError("use the turn inside `async with memory.turn(...)`")
+            raise RuntimeError("use the turn inside `async with Turn(...)`")
         return self._buffer
 
     @property
@@ -215,7 +258,7 @@ class Turn:
     def messages(self) -> list[ChatMessage]:
         """The model's input now: the assembled context, then this turn's output so far."""
         if self.context is None:
-            raise RuntimeError("use the turn inside `async with memory.turn(...)`")
+            raise RuntimeError("use the turn inside `async with Turn(...)`")
         return [*self.context.messages, *to_openai(self.output)]
 
     # feeding output by hand
@@ -275,7 +318,7 @@ class Turn:
         :meth:`add_tool_result`."""
         model = model or self.model
         if model is None:
-            raise ValidationError("no model: pass one to memory.turn(model=...) or to stream()")
+            raise ValidationError("no model: pass one to Turn(model=...) or to stream()")
         offered = [*self.tools.definitions(), *tools]
         for _ in range(self.options.max_steps):
             response: ModelResponse | None = None
@@ -329,3 +372,16 @@ class Turn:
             if isinstance(event, Finish):
                 text = [event.response.text]
         return "".join(text)
+
+
+def _tail(recent: list[Message], saved: list[Message], user_id: str, retry: bool) -> list[Message] | None:
+    """The thread's newest messages after the user's message was saved, from what the turn read
+    and saved, or ``None`` when they cannot be known without reading again (a retry, or another
+    writer saved between the read and the save)."""
+    mine = [m for m in saved if m.id == user_id]
+    if retry or not mine or any(m.id == user_id for m in recent):
+        return None
+    last = recent[-1].seq if recent else 0
+    if last is None or mine[0].seq != last + 1:
+        return None
+    return [*recent, mine[0]]

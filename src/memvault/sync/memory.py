@@ -21,14 +21,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from memvault.memory import Memory as AsyncMemory
-from memvault.model import Message
 from memvault.options import MemoryOptions
-from memvault.sync.turn import SyncTurn
+from memvault.recall import RecallReader
 from memvault.vectors.base import VectorIndex
 
 if TYPE_CHECKING:
-    from memvault.llm.base import Model
-    from memvault.runtime.turn import TurnOptions
+    pass
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -114,28 +112,22 @@ class Memory:
         self.close()
 
     @property
+    def portal(self) -> _Portal:
+        """The private event loop this memory's calls run on (the sync runtime runs turns there)."""
+        return self._portal
+
+    @property
     def options(self) -> MemoryOptions:
         return self.aio.options
+
+    def recall_reader(self, resource_id: str) -> RecallReader:
+        return self.aio.recall_reader(resource_id)
+
+    recall_reader.__doc__ = AsyncMemory.recall_reader.__doc__
 
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
-
-    def turn(
-        self,
-        *,
-        thread_id: str,
-        resource_id: str,
-        user_message: Message | str,
-        model: Model | None = None,
-        summary_model: Model | None = None,
-        options: TurnOptions | None = None,
-    ) -> SyncTurn:
-        return SyncTurn(self._portal, self.aio.turn(
-            thread_id=thread_id, resource_id=resource_id, user_message=user_message, model=model,
-            summary_model=summary_model, options=options))
-
-    turn.__doc__ = AsyncMemory.turn.__doc__
 
     create_thread = _twin(AsyncMemory.create_thread)
     get_thread = _twin(AsyncMemory.get_thread)
@@ -163,3 +155,9 @@ class Memory:
     recall = _twin(AsyncMemory.recall)
     reindex = _twin(AsyncMemory.reindex)
     flush = _twin(AsyncMemory.flush)
+    resource_ids = _twin(AsyncMemory.resource_ids)
+    stats = _twin(AsyncMemory.stats)
+    count_messages = _twin(AsyncMemory.count_messages)
+    export_records = _twin(AsyncMemory.export_records)
+    import_records = _twin(AsyncMemory.import_records)
+    clear_embeddings = _twin(AsyncMemory.clear_embeddings)

@@ -1,11 +1,13 @@
 """The synchronous twin of the turn helper (:mod:`memvault.runtime.turn`).
 
-``memvault.sync.Memory.turn(...)`` returns a :class:`SyncTurn`: the same turn, driven on the sync
-memory's private event loop::
+``memvault.sync.Runtime(memory).turn(...)`` returns a :class:`SyncTurn`: the same turn, driven
+on the sync memory's private event loop::
 
-    with memory.turn(thread_id="t1", resource_id="ada", user_message="Hi") as turn:
-        answer = turn.run(model)
-        # or: for event in turn.stream(model): ...
+    runtime = Runtime(memory, model=model)
+    with runtime.turn(thread_id="t1", resource_id="ada", user_message="Hi") as turn:
+        answer = turn.run()
+        # or: for event in turn.stream(): ...
+    runtime.close()   # waits for the titles and summaries made in the background
 
 ``execute`` (your tools) is a plain function here; it runs on the memory's loop thread.
 """

@@ -33,10 +33,9 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from memvault.errors import ConfigurationError
-from memvault.memory import Memory
 from memvault.model import Message, Thread
 from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
 from memvault.stores.capabilities import CompleteStore, require_complete
@@ -96,8 +95,16 @@ class CopyReport:
 ProgressCallback = Callable[[CopyProgress], None]
 
 
-def _store(value: Memory | Store, side: str) -> CompleteStore:
-    return require_complete(value.store if isinstance(value, Memory) else value, f"the {side} store")
+@runtime_checkable
+class HoldsStore(Protocol):
+    """Anything with a ``store`` (a :class:`memvault.Memory`): its store is copied."""
+
+    @property
+    def store(self) -> Store: ...
+
+
+def _store(value: HoldsStore | Store, side: str) -> CompleteStore:
+    return require_complete(value.store if isinstance(value, HoldsStore) else value, f"the {side} store")
 
 
 async def threads_of(store: Store, resource_id: str) -> list[Thread]:
@@ -136,7 +143,7 @@ async def _embeddings(store: CompleteStore) -> list[tuple[str, str, str, bytes]]
 
 
 async def copy_store(
-    source: Memory | Store, target: Memory | Store, *, progress: ProgressCallback | None = None
+    source: HoldsStore | Store, target: HoldsStore | Store, *, progress: ProgressCallback | None = None
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` (see the module docstring), then
     verify both sides' :func:`digest`. Raises :class:`ConfigurationError` when the target is not
@@ -208,7 +215,7 @@ def _message(position: int, m: Message) -> list[Any]:
     return [position, m.id, m.role, json.loads(m.parts_json()), m.metadata, to_micros(m.created_at)]
 
 
-async def digest(store: Memory | Store) -> Digest:
+async def digest(store: HoldsStore | Store) -> Digest:
     """Counts and sha256 checksums per kind (:data:`KINDS`) of everything in ``store``, over a
     canonical JSON (sorted keys, compact, UTF-8) of each record, in resource, thread, key order.
     Messages are identified by their position in the thread (1..n), not their seq, and a

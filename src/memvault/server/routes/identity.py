@@ -6,8 +6,6 @@ from fastapi import APIRouter
 
 from memvault.server.auth import AdminDep, CallerDep, MemoryDep
 from memvault.server.schemas import ERRORS, Me, ResourceCounts, Resources
-from memvault.transfer.reserved import KEYS_RESOURCE
-from memvault.transfer.stats import export_store, resource_stats
 
 router = APIRouter(prefix="/v1", tags=["identity"], responses=ERRORS)
 
@@ -23,10 +21,10 @@ async def me(who: CallerDep) -> Me:
 async def resources(who: AdminDep, memory: MemoryDep) -> Resources:
     """Admin only: every resource with its thread and message counts, in id order (the reserved
     key resource is hidden)."""
-    ids = [r for r in await export_store(memory.store).resource_ids() if r != KEYS_RESOURCE]
+    ids = await memory.resource_ids()
     rows = []
     for resource_id in ids:
-        counts = await resource_stats(memory.store, resource_id)
+        counts = await memory.stats(resource_id=resource_id)
         rows.append(ResourceCounts(resource_id=resource_id, threads=counts["threads"],
                                    messages=counts["messages"]))
     return Resources(resources=rows)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from memvault.recall import RecallHit
-from memvault.rules.working_memory import scoped_view
+from memvault.rules.working_memory import note_scope
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
 from memvault.server.routes.common import check_thread
 from memvault.server.schemas import (
@@ -21,7 +21,6 @@ from memvault.server.schemas import (
     WorkingMemory,
     WorkingMemoryIn,
 )
-from memvault.transfer.stats import resource_stats
 
 router = APIRouter(prefix="/v1", tags=["lookup"], responses=ERRORS)
 ThreadQuery = Annotated[str | None, Query(description="Only this thread (404 if the resource has none).")]
@@ -68,8 +67,8 @@ async def get_working_memory(
 ) -> WorkingMemory:
     """The resource's working memory, or with ``thread_id`` that thread's (null: never written)."""
     await check_thread(memory, resource_id, thread_id)
-    notes = scoped_view(memory, thread_id)
-    content = await notes.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+    content = await memory.get_working_memory(resource_id=resource_id, thread_id=thread_id,
+                                              scope=note_scope(thread_id))
     return WorkingMemory(content=content)
 
 
@@ -79,12 +78,13 @@ async def put_working_memory(
 ) -> WorkingMemory:
     """Replace the working memory (the resource's, or with ``thread_id`` that thread's)."""
     await check_thread(memory, resource_id, body.thread_id)
-    content = await scoped_view(memory, body.thread_id).update_working_memory(
-        body.content, resource_id=resource_id, thread_id=body.thread_id, mode="replace")
+    content = await memory.update_working_memory(
+        body.content, resource_id=resource_id, thread_id=body.thread_id, mode="replace",
+        scope=note_scope(body.thread_id))
     return WorkingMemory(content=content)
 
 
 @router.get("/stats")
 async def stats(resource_id: ResourceDep, memory: MemoryDep) -> Stats:
     """How many threads, messages, summaries, working memories and states the resource has."""
-    return Stats(**await resource_stats(memory.store, resource_id))
+    return Stats(**await memory.stats(resource_id=resource_id))

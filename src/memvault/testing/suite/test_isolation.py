@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import inspect
+import io
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -80,6 +81,8 @@ CALLS = [
     Call("get_working_memory", scope="resource"),
     Call("update_working_memory", ("new note",)),
     Call("update_working_memory", ("new note",), scope="resource"),
+    Call("get_working_memory", kwargs={"scope": "resource"}),
+    Call("update_working_memory", ("new note",), {"scope": "resource"}),
     Call("working_memory_instructions"),
     Call("working_memory_instructions", scope="resource"),
     Call("get_state", kwargs={"key": "run-1"}, needs=("states",)),
@@ -91,6 +94,10 @@ CALLS = [
     Call("list_states", kwargs={"status": "running"}, needs=("states",)),
     Call("delete_state", kwargs={"key": "run-1"}, needs=("states",)),
     Call("get_summary", needs=("summaries",)),
+    Call("stats", needs=("export",)),
+    Call("count_messages"),
+    Call("export_records", (io.StringIO(),),
+         needs=("export", "states", "summaries", "embeddings", "full_text")),
     Call("save_summary", ("a hijacked summary",), {"through_message_id": "m2", "expected_version": 1},
          needs=("summaries",)),
     Call("save_summary", ("a hijacked summary",), {"through_message_id": "m2", "expected_version": None},

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from memvault import Memory, Message
-from memvault.stores.capabilities import require_export
 from memvault.testing.support import save_texts
 
 pytestmark = pytest.mark.capability("export", "states", "summaries")
@@ -15,8 +14,7 @@ ZERO = {"threads": 0, "messages": 0, "summaries": 0, "working_memories": 0, "sta
 
 
 async def resource_stats(memory: Memory, resource_id: str) -> dict[str, int]:
-    counts = await require_export(memory.store).record_counts(resource_id)
-    return {kind: counts[kind] for kind in ZERO}
+    return await memory.stats(resource_id=resource_id)
 
 
 async def test_counts_follow_writes_and_deletes_per_resource(memory: Memory) -> None:

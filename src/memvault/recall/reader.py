@@ -1,0 +1,176 @@
+"""The narrow read protocol recall needs, over a store: window, full-text hits, neighbours, note.
+
+A :class:`RecallReader` reads for one resource: its id is checked once, when the reader is made,
+and every read is scoped to it. It lives for one recall (or one turn) and remembers what it read:
+
+- the **note** (working memory) is read at most once;
+- **neighbours** (:meth:`RecallReader.around`) already read are served again without a store
+  call. A read of ``ids`` with ``message_range`` r guarantees, for each id, its r true
+  neighbours on each side (fewer where the thread ends); the reader keeps, per message, how far
+  that guarantee reaches, and answers a later request from memory when it is covered. What it
+  answers is exactly what ``get_messages(ids=..., message_range=...)`` would return;
+- the **window** can be given up front (:meth:`RecallReader.preload_tail`) by a caller that
+  already read the newest messages of the thread (the turn does, to detect a retry).
+
+Nothing here calls a model or an embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memvault.errors import ValidationError
+from memvault.model import Message, SearchHit, note_key, valid_id
+from memvault.rules import history as history_window
+from memvault.rules.lexical import searchable_query
+from memvault.rules.tokens import TokenCounter, estimate_tokens
+from memvault.stores.base import MessageQuery, Store
+from memvault.stores.capabilities import supports_full_text
+
+NoteScope = Literal["resource", "thread"]
+
+
+@dataclass
+class _Thread:
+    """What was read of one thread: messages by id, and how many true neighbours each is known
+    to have on each side in :attr:`messages` (``None``: up to the thread's start or end)."""
+
+    messages: dict[str, Message] = field(default_factory=dict)
+    reach: dict[str, int] = field(default_factory=dict)
+
+    def ordered(self) -> list[Message]:
+        return sorted(self.messages.values(), key=lambda m: (m.seq or 0, m.id))
+
+    def add(self, found: list[Message], ids: set[str], message_range: int) -> None:
+        """Merge the answer of ``get_messages(ids=ids, message_range=message_range)``."""
+        for message in found:
+            self.messages[message.id] = message
+        position = {m.id: i for i, m in enumerate(found)}
+        for message_id in ids:
+            i = position.get(message_id)
+            if i is None:
+                continue
+            for j in range(max(0, i - message_range), min(len(found), i + message_range + 1)):
+                covered = message_range - abs(i - j)
+                other = found[j].id
+                if covered > self.reach.get(other, -1):
+                    self.reach[other] = covered
+
+    def covers(self, message_id: str, message_range: int) -> bool:
+        return self.reach.get(message_id, -1) >= message_range
+
+    def around(self, ids: Sequence[str], message_range: int) -> list[Message]:
+        """The messages within ``message_range`` of ``ids`` (all covered), in thread order."""
+        ordered = self.ordered()
+        position = {m.id: i for i, m in enumerate(ordered)}
+        keep: set[int] = set()
+        for message_id in ids:
+            i = position.get(message_id)
+            if i is not None:
+                keep.update(range(max(0, i - message_range), min(len(ordered), i + message_range + 1)))
+        return [ordered[i] for i in sorted(keep)]
+
+
+class RecallReader:
+    """Recall's reads for ``resource_id`` over ``store`` (see the module docstring).
+
+    ``last_n``, ``max_tokens`` and ``count`` make the window as :meth:`memvault.Memory.get_history`
+    does (defaults: the newest 10 messages, no token limit, the offline estimate);
+    ``note_scope`` says which working-memory note :meth:`note` reads (``"resource"``, the
+    default, or the current thread's).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        resource_id: str,
+        *,
+        last_n: int = 10,
+        max_tokens: int | None = None,
+        count: TokenCounter = estimate_tokens,
+        note_scope: NoteScope = "resource",
+    ) -> None:
+        self.store = store
+        self.resource_id = valid_id(resource_id, "resource_id")
+        self.last_n = last_n
+        self.max_tokens = max_tokens
+        self.count = count
+        self.note_scope = note_scope
+        self.calls = 0
+        """How many store calls this reader made."""
+        self._threads: dict[str, _Thread] = {}
+        self._tails: dict[str, tuple[list[Message], bool]] = {}
+        self._notes: dict[str, str | None] = {}
+
+    def preload_tail(self, thread_id: str, newest: list[Message], *, complete: bool) -> None:
+        """Give the reader the thread's newest messages, in order, read by the caller:
+        ``complete`` when they are the whole thread. :meth:`window` then reads nothing when they
+        are enough."""
+        self._tails[thread_id] = (list(newest), complete)
+
+    def preload_note(self, thread_id: str | None, content: str | None) -> None:
+        """Give the reader the note :meth:`note` would read for ``thread_id``."""
+        self._notes[self._note_key(thread_id)] = content
+
+    async def window(self, thread_id: str, last_n: int | None = None) -> list[Message]:
+        """The thread's recent window: its newest ``last_n`` messages (``None``: the reader's
+        ``last_n``), trimmed to the token limit, never splitting a tool call from its result."""
+        last_n = self.last_n if last_n is None else last_n
+        tail = self._tails.get(thread_id)
+        if tail is not None and (tail[1] or len(tail[0]) >= last_n):
+            newest = tail[0][len(tail[0]) - last_n:] if last_n else []
+        else:
+            self.calls += 1
+            newest = await self.store.get_messages(self.resource_id, thread_id, MessageQuery(last_n=last_n))
+        return history_window.window(newest, last_n=last_n, max_tokens=self.max_tokens, count=self.count)
+
+    async def full_text(self, query: str, *, thread_id: str | None, limit: int) -> list[SearchHit]:
+        """The store's full-text hits for ``query`` in the resource (or one thread), best first;
+        none when the store has no full-text search."""
+        if not supports_full_text(self.store):
+            return []
+        self.calls += 1
+        return await self.store.search_messages(self.resource_id, searchable_query(query),
+                                                thread_id=thread_id, limit=limit)
+
+    async def around(self, ids: Mapping[str, Sequence[str]], message_range: int) -> dict[str, list[Message]]:
+        """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each
+        side, in thread order (runs with gaps between them), as ``get_messages`` gives them: one
+        store call per thread whose ids were not all read before, concurrently."""
+        wanted = {name: list(dict.fromkeys(found)) for name, found in ids.items() if found}
+        missing = {name: found for name, found in wanted.items()
+                   if not all(self._thread(name).covers(i, message_range) for i in found)}
+        reads = await asyncio.gather(*(
+            self.store.get_messages(self.resource_id, name,
+                                    MessageQuery(ids=found, message_range=message_range))
+            for name, found in missing.items()
+        ))
+        self.calls += len(missing)
+        for (name, found), read in zip(missing.items(), reads, strict=True):
+            self._thread(name).add(read, set(found), message_range)
+        return {name: self._thread(name).around(found, message_range) for name, found in wanted.items()}
+
+    async def note(self, thread_id: str | None) -> str | None:
+        """The working-memory note (``None`` when never written), read once. With a
+        thread-scoped note and no ``thread_id`` there is none: ``None``."""
+        try:
+            key = self._note_key(thread_id)
+        except ValidationError:
+            return None
+        if key not in self._notes:
+            self.calls += 1
+            self._notes[key] = await self.store.get_working_memory(self.resource_id, key)
+        return self._notes[key]
+
+    def _note_key(self, thread_id: str | None) -> str:
+        if self.note_scope == "resource":
+            return note_key(None)
+        if thread_id is None:
+            raise ValidationError("thread-scoped working memory needs a thread_id")
+        return note_key(thread_id)
+
+    def _thread(self, thread_id: str) -> _Thread:
+        return self._threads.setdefault(thread_id, _Thread())
