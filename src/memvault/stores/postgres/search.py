@@ -24,7 +24,7 @@ from typing import Any
 from memvault.lexical import index_text, query_groups, stem, tokens
 from memvault.model import Message, SearchHit
 from memvault.stores import rows
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 COLUMNS = "m.id, m.thread_id, m.resource_id, m.seq, m.role, m.parts, m.metadata, m.created_us"
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""

@@ -16,7 +16,7 @@ from memvault.model import State, now
 from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
 from memvault.stores.common import to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 _KEY = "resource_id = %s AND key = %s"
 

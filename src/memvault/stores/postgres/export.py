@@ -6,7 +6,7 @@ from __future__ import annotations
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
 from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 
 async def resource_ids(conn: Conn) -> list[str]:

@@ -1,4 +1,4 @@
-"""Transaction bodies of the SQLite store's :class:`~memvault.stores.base.SummaryStore`
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.capabilities.SummaryStore`
 capability. Triggers (migration 4) delete a summary with any message it summarises."""
 
 from __future__ import annotations

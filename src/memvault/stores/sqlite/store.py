@@ -9,9 +9,9 @@
   ``durability="full"`` also survives a power cut (an fsync per commit, several times slower).
   In a URL: ``sqlite:///path.db?durability=full``.
 - Full-text indexing is off the write path: new messages are indexed in batches, and always
-  before a search runs, so search sees every saved message (:mod:`~.sqlite_schema`).
+  before a search runs, so search sees every saved message (:mod:`~.schema`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
-  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite_worker`). The
+  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite.worker`). The
   one exception is the hot, small read of a history window (at most ``SMALL_READ`` newest or
   oldest messages): it runs on the caller's thread, since a WAL read never waits for writers.
 """
@@ -33,19 +33,19 @@ from memvault.errors import (
 from memvault.lexical import fts5_match, index_text, query_groups, stem
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.stores import rows
-from memvault.stores import sqlite_export as export
-from memvault.stores import sqlite_summaries as summaries
-from memvault.stores import sqlite_vectors as vectors
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, encode_cursor, to_micros
-from memvault.stores.sqlite_schema import (
+from memvault.stores.sqlite import export as export
+from memvault.stores.sqlite import summaries as summaries
+from memvault.stores.sqlite import vectors as vectors
+from memvault.stores.sqlite.schema import (
     index_pending,
     migrate,
     rebuild_search_index,
     scope_token,
     unindexed,
 )
-from memvault.stores.sqlite_worker import SqliteWorker
+from memvault.stores.sqlite.worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
 _CHUNK = 500

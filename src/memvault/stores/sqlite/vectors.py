@@ -1,4 +1,4 @@
-"""Transaction bodies of the SQLite store's :class:`~memvault.stores.base.EmbeddingStore`
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.capabilities.EmbeddingStore`
 capability: message vectors as float32 BLOBs keyed by the message's rowid (the cursor)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.base.SummaryStore`
+"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.capabilities.SummaryStore`
 capability. A summary goes with its thread (``ON DELETE CASCADE``), and triggers (migration 4)
 delete it with any message it summarises, or when such a message's parts change."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from memvault.model import Summary, now
 from memvault.stores import rows
 from memvault.stores.common import to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 _COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
 _THREAD = "resource_id = %s AND thread_id = %s"

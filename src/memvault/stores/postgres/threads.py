@@ -15,7 +15,7 @@ from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
 from memvault.stores.base import Deleted
 from memvault.stores.common import changed_thread, encode_cursor, to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
 
