@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 
 from memvault.model import Summary, now
-from memvault.stores.common import from_micros, to_micros
+from memvault.stores import rows
+from memvault.stores.common import to_micros
 
 _COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
 
@@ -15,12 +16,7 @@ def get_summary(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> S
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM summaries WHERE resource_id = ? AND thread_id = ?", (resource_id, thread_id)
     ).fetchone()
-    if row is None:
-        return None
-    return Summary.model_construct(
-        resource_id=row[0], thread_id=row[1], text=row[2], through_seq=int(row[3]),
-        through_message_id=row[4], version=int(row[5]), updated_at=from_micros(int(row[6])),
-    )
+    return rows.summary(row) if row else None
 
 
 def save_summary(conn: sqlite3.Connection, summary: Summary, expected_version: int | None) -> Summary | None:
