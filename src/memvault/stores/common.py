@@ -45,6 +45,17 @@ def record_counts_sql(placeholder: str) -> str:
         f"(SELECT count(*) FROM {table} WHERE resource_id = {placeholder})" for _, table in RECORD_TABLES)
 
 
+def upsert_sql(table: str, columns: str, key: str, placeholder: str) -> str:
+    """One statement writing a whole row of ``table``: an insert that, when a row with the same
+    ``key`` (its primary key's columns) exists, overwrites each of its other ``columns``.
+    ``placeholder`` is the driver's (``?`` or ``%s``)."""
+    names = [name.strip() for name in columns.split(",")]
+    keys = {name.strip() for name in key.split(",")}
+    marks = ", ".join([placeholder] * len(names))
+    changes = ", ".join(f"{name} = excluded.{name}" for name in names if name not in keys)
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({key}) DO UPDATE SET {changes}"
+
+
 def decode_cursor(cursor: str) -> tuple[int, str]:
     """The (time in microseconds, thread id) a page cursor holds; a cursor no store made
     (bad base64, no separator, a time beyond a 64-bit integer) is a ValidationError."""

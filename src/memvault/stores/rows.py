@@ -26,9 +26,23 @@ from memvault.model import (
     ToolCallPart,
     ToolResultPart,
 )
-from memvault.stores.common import from_micros
+from memvault.stores.common import from_micros, to_micros
 
 M = TypeVar("M", bound=Model)
+
+THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
+"""The ``threads`` columns :func:`thread` reads and :func:`thread_values` gives, in order."""
+MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
+"""The ``messages`` columns :func:`message` reads, in order (:func:`qualified` names them in a join)."""
+STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+"""The ``states`` columns :func:`state` reads, in order."""
+SUMMARY_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
+"""The ``summaries`` columns :func:`summary` reads and :func:`summary_values` gives, in order."""
+
+
+def qualified(columns: str, alias: str) -> str:
+    """``columns`` (comma-separated) each prefixed with a table alias: ``m.id, m.thread_id, ...``."""
+    return ", ".join(f"{alias}.{name.strip()}" for name in columns.split(","))
 
 _PARTS: dict[str, type[Model]] = {
     "text": TextPart,
@@ -104,6 +118,18 @@ def state(row: Any) -> State:
         version=version,
         updated_at=from_micros(updated_us),
     )
+
+
+def thread_values(thread: Thread) -> tuple[Any, ...]:
+    """The values of :data:`THREAD_COLUMNS` for ``thread``, to write."""
+    return (thread.resource_id, thread.id, thread.title, dumps(thread.metadata),
+            to_micros(thread.created_at), to_micros(thread.updated_at))
+
+
+def summary_values(summary: Summary) -> tuple[Any, ...]:
+    """The values of :data:`SUMMARY_COLUMNS` for ``summary``, to write."""
+    return (summary.resource_id, summary.thread_id, summary.text, summary.through_seq,
+            summary.through_message_id, summary.version, to_micros(summary.updated_at))
 
 
 def summary(row: Any) -> Summary:

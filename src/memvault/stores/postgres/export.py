@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros
+from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros, upsert_sql
 from memvault.stores.postgres.db import Conn
 
 
@@ -18,6 +18,9 @@ async def resource_ids(conn: Conn) -> list[str]:
 
 
 _COUNTS = record_counts_sql("%s")
+_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_COLUMNS, "resource_id, id", "%s")
+_UPSERT_STATE = upsert_sql("states", rows.STATE_COLUMNS, "resource_id, key", "%s")
+_UPSERT_SUMMARY = upsert_sql("summaries", rows.SUMMARY_COLUMNS, "resource_id, thread_id", "%s")
 
 
 async def record_counts(conn: Conn, resource_id: str) -> dict[str, int]:
@@ -40,33 +43,16 @@ async def state_keys(conn: Conn, resource_id: str) -> list[str]:
 
 
 async def restore_thread(conn: Conn, thread: Thread) -> None:
-    await conn.execute(
-        "INSERT INTO threads (resource_id, id, title, metadata, created_us, updated_us)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (resource_id, id) DO UPDATE SET title = excluded.title,"
-        " metadata = excluded.metadata, created_us = excluded.created_us, updated_us = excluded.updated_us",
-        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
-         to_micros(thread.created_at), to_micros(thread.updated_at)),
-    )
+    await conn.execute(_UPSERT_THREAD, rows.thread_values(thread))
 
 
 async def restore_state(conn: Conn, state: State) -> None:
     await conn.execute(
-        "INSERT INTO states (resource_id, key, value, status, version, updated_us)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (resource_id, key) DO UPDATE"
-        " SET value = excluded.value, status = excluded.status, version = excluded.version,"
-        " updated_us = excluded.updated_us",
+        _UPSERT_STATE,
         (state.resource_id, state.key, rows.dumps(state.value), state.status, state.version,
          to_micros(state.updated_at)),
     )
 
 
 async def restore_summary(conn: Conn, summary: Summary) -> None:
-    await conn.execute(
-        "INSERT INTO summaries (resource_id, thread_id, text, through_seq, through_message_id, version,"
-        " updated_us) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (resource_id, thread_id) DO UPDATE"
-        " SET text = excluded.text, through_seq = excluded.through_seq,"
-        " through_message_id = excluded.through_message_id, version = excluded.version,"
-        " updated_us = excluded.updated_us",
-        (summary.resource_id, summary.thread_id, summary.text, summary.through_seq,
-         summary.through_message_id, summary.version, to_micros(summary.updated_at)),
-    )
+    await conn.execute(_UPSERT_SUMMARY, rows.summary_values(summary))

@@ -17,8 +17,6 @@ from memvault.stores.base import Deleted
 from memvault.stores.common import changed_thread, encode_cursor, to_micros
 from memvault.stores.postgres.db import Conn
 
-COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
-
 
 async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
     """Lock the thread's row until the transaction ends; ``False`` if there is no such thread."""
@@ -31,9 +29,8 @@ async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
 
 async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
     cursor = await conn.execute(
-        f"INSERT INTO threads ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
-         to_micros(thread.created_at), to_micros(thread.updated_at)),
+        f"INSERT INTO threads ({rows.THREAD_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        rows.thread_values(thread),
     )
     if not cursor.rowcount and not exist_ok:
         raise ThreadExistsError(thread.id)
@@ -44,7 +41,7 @@ async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
 
 async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool = False) -> Thread | None:
     cursor = await conn.execute(
-        f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s AND id = %s"
+        f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = %s AND id = %s"
         + (" FOR NO KEY UPDATE" if lock else ""),
         (resource_id, thread_id),
     )
@@ -55,7 +52,7 @@ async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool
 async def list_threads(
     conn: Conn, resource_id: str, limit: int, after: tuple[int, str] | None
 ) -> ThreadPage:
-    query = f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s"
+    query = f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = %s"
     args: list[Any] = [resource_id]
     if after is not None:
         query += " AND (updated_us, id) < (%s, %s)"

@@ -3,12 +3,13 @@ capability. Every listing reads a primary key (``(resource_id, ...)``) in index 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros
+from memvault.stores.common import RECORD_TABLES, record_counts_sql, upsert_sql
+from memvault.stores.sqlite.records import UPSERT_STATE, state_values
+from memvault.stores.sqlite.summaries import UPSERT_SUMMARY
 
 
 def resource_ids(conn: sqlite3.Connection) -> list[str]:
@@ -21,6 +22,7 @@ def resource_ids(conn: sqlite3.Connection) -> list[str]:
 
 
 _COUNTS = record_counts_sql("?")
+_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_COLUMNS, "resource_id, id", "?")
 
 
 def record_counts(conn: sqlite3.Connection, resource_id: str) -> dict[str, int]:
@@ -41,31 +43,12 @@ def state_keys(conn: sqlite3.Connection, resource_id: str) -> list[str]:
 
 
 def restore_thread(conn: sqlite3.Connection, thread: Thread) -> None:
-    conn.execute(
-        "INSERT INTO threads (resource_id, id, title, metadata, created_us, updated_us)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET title = excluded.title,"
-        " metadata = excluded.metadata, created_us = excluded.created_us, updated_us = excluded.updated_us",
-        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
-         to_micros(thread.created_at), to_micros(thread.updated_at)),
-    )
+    conn.execute(_UPSERT_THREAD, rows.thread_values(thread))
 
 
 def restore_state(conn: sqlite3.Connection, state: State) -> None:
-    conn.execute(
-        "INSERT INTO states (resource_id, key, value, status, version, updated_us)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET value = excluded.value,"
-        " status = excluded.status, version = excluded.version, updated_us = excluded.updated_us",
-        (state.resource_id, state.key, json.dumps(state.value, ensure_ascii=False), state.status,
-         state.version, to_micros(state.updated_at)),
-    )
+    conn.execute(UPSERT_STATE, state_values(state))
 
 
 def restore_summary(conn: sqlite3.Connection, summary: Summary) -> None:
-    conn.execute(
-        "INSERT INTO summaries (resource_id, thread_id, text, through_seq, through_message_id, version,"
-        " updated_us) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET text = excluded.text,"
-        " through_seq = excluded.through_seq, through_message_id = excluded.through_message_id,"
-        " version = excluded.version, updated_us = excluded.updated_us",
-        (summary.resource_id, summary.thread_id, summary.text, summary.through_seq,
-         summary.through_message_id, summary.version, to_micros(summary.updated_at)),
-    )
+    conn.execute(UPSERT_SUMMARY, rows.summary_values(summary))

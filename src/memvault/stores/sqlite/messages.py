@@ -19,8 +19,6 @@ from memvault.stores.common import to_micros
 from memvault.stores.sqlite.threads import get_thread
 
 _CHUNK = 500
-MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
-"""The message columns :func:`memvault.stores.rows.message` reads."""
 Prepared = tuple[Message, str, str, str]
 """A message to save with its parts JSON, metadata JSON and full-text body."""
 
@@ -100,11 +98,11 @@ def get_messages(
         for start in range(0, len(selected), _CHUNK):
             chunk = selected[start : start + _CHUNK]
             found += conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where} AND seq IN "
+                f"SELECT {rows.MESSAGE_COLUMNS} FROM messages WHERE {where} AND seq IN "
                 f"({','.join('?' * len(chunk))}) ORDER BY seq", (*key, *chunk),
             ).fetchall()
         return [rows.message(r) for r in found]
-    sql = f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where}"
+    sql = f"SELECT {rows.MESSAGE_COLUMNS} FROM messages WHERE {where}"
     args: list[Any] = list(key)
     has_cursor = query.after is not None or query.before is not None
     if has_cursor and get_thread(conn, resource_id, thread_id) is None:

@@ -14,7 +14,7 @@ from typing import Any
 from memvault.model import State, now
 from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
-from memvault.stores.common import to_micros
+from memvault.stores.common import to_micros, upsert_sql
 
 
 def get_working_memory(conn: sqlite3.Connection, resource_id: str, key: str) -> str | None:
@@ -41,12 +41,20 @@ def update_working_memory(
     return content
 
 
-_STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+UPSERT_STATE = upsert_sql("states", rows.STATE_COLUMNS, "resource_id, key", "?")
+"""Write a whole state row (its values as :func:`state_values` gives them)."""
+
+
+def state_values(state: State) -> tuple[Any, ...]:
+    """The values of :data:`memvault.stores.rows.STATE_COLUMNS` for ``state``, as this store
+    writes them (its value JSON with the default separators)."""
+    return (state.resource_id, state.key, json.dumps(state.value, ensure_ascii=False), state.status,
+            state.version, to_micros(state.updated_at))
 
 
 def get_state(conn: sqlite3.Connection, resource_id: str, key: str) -> State | None:
     row = conn.execute(
-        f"SELECT {_STATE_COLUMNS} FROM states WHERE resource_id = ? AND key = ?", (resource_id, key)
+        f"SELECT {rows.STATE_COLUMNS} FROM states WHERE resource_id = ? AND key = ?", (resource_id, key)
     ).fetchone()
     return rows.state(row) if row else None
 
@@ -61,20 +69,14 @@ def set_state(
     if not isinstance(expected_version, _Unset) and expected_version != version:
         return None
     state = state.model_copy(update={"version": (version or 0) + 1})
-    conn.execute(
-        f"INSERT INTO states ({_STATE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-        " SET value = excluded.value, status = excluded.status, version = excluded.version,"
-        " updated_us = excluded.updated_us",
-        (state.resource_id, state.key, json.dumps(state.value, ensure_ascii=False), state.status,
-         state.version, to_micros(state.updated_at)),
-    )
+    conn.execute(UPSERT_STATE, state_values(state))
     return state
 
 
 def list_states(
     conn: sqlite3.Connection, resource_id: str, status: str | None, limit: int
 ) -> list[State]:
-    sql = f"SELECT {_STATE_COLUMNS} FROM states WHERE resource_id = ?"
+    sql = f"SELECT {rows.STATE_COLUMNS} FROM states WHERE resource_id = ?"
     args: list[Any] = [resource_id]
     if status is not None:
         sql += " AND status = ?"

@@ -15,9 +15,10 @@ from typing import Any
 from memvault.lexical import fts5_match, stem
 from memvault.model import SearchHit
 from memvault.stores import rows
-from memvault.stores.sqlite.messages import MESSAGE_COLUMNS
 from memvault.stores.sqlite.schema import scope_token
 
+COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
+"""The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
 COMMON_SHARE = 0.05
 COMMON_MIN_MESSAGES = 1_000
 
@@ -47,9 +48,8 @@ def search(
     """The resource's (or the thread's) messages matching the query ``groups``, best first."""
     words = fts5_match(_uncommon(conn, groups))
     match = f'scope : "{scope_token(resource_id)}" AND ({words})'
-    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
     sql = (
-        f"SELECT {columns}, -bm25(messages_fts, 1.0, 0.0) FROM messages_fts"
+        f"SELECT {COLUMNS}, -bm25(messages_fts, 1.0, 0.0) FROM messages_fts"
         " JOIN messages AS m ON m.rowid = messages_fts.rowid"
         " WHERE messages_fts MATCH ? AND m.resource_id = ?"
     )

@@ -15,15 +15,12 @@ from memvault.stores import rows
 from memvault.stores.base import Deleted
 from memvault.stores.common import changed_thread, encode_cursor, to_micros
 
-_THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
-
 
 def create_thread(conn: sqlite3.Connection, thread: Thread, exist_ok: bool) -> Thread:
     inserted = conn.execute(
-        f"INSERT INTO threads ({_THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO threads ({rows.THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",
-        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
-         to_micros(thread.created_at), to_micros(thread.updated_at)),
+        rows.thread_values(thread),
     ).rowcount
     if not inserted and not exist_ok:
         raise ThreadExistsError(thread.id)
@@ -34,7 +31,7 @@ def create_thread(conn: sqlite3.Connection, thread: Thread, exist_ok: bool) -> T
 
 def get_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> Thread | None:
     row = conn.execute(
-        f"SELECT {_THREAD_COLUMNS} FROM threads WHERE resource_id = ? AND id = ?",
+        f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = ? AND id = ?",
         (resource_id, thread_id),
     ).fetchone()
     return rows.thread(row) if row else None
@@ -43,7 +40,7 @@ def get_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> Th
 def list_threads(
     conn: sqlite3.Connection, resource_id: str, limit: int, after: tuple[int, str] | None
 ) -> ThreadPage:
-    sql = f"SELECT {_THREAD_COLUMNS} FROM threads WHERE resource_id = ?"
+    sql = f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = ?"
     args: list[Any] = [resource_id]
     if after is not None:
         sql += " AND (updated_us, id) < (?, ?)"
