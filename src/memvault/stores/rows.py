@@ -9,6 +9,7 @@ conformance suite checks that what comes back equals what was saved.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from memvault.model import (
@@ -23,10 +24,11 @@ from memvault.model import (
     Summary,
     TextPart,
     Thread,
+    ThreadPage,
     ToolCallPart,
     ToolResultPart,
 )
-from memvault.stores.common import from_micros, to_micros
+from memvault.stores.common import encode_cursor, from_micros, to_micros
 
 M = TypeVar("M", bound=Model)
 
@@ -105,6 +107,24 @@ def thread(row: Any) -> Thread:
         created_at=from_micros(created_us),
         updated_at=from_micros(updated_us),
     )
+
+
+def thread_page_sql(placeholder: str, after: bool) -> str:
+    """The query for a page of a resource's threads, newest update first: its parameters are
+    the resource id, then (when ``after``) the cursor's time and thread id, then the page size
+    plus one. ``placeholder`` is the driver's (``?`` or ``%s``)."""
+    p = placeholder
+    keyset = f" AND (updated_us, id) < ({p}, {p})" if after else ""
+    return (f"SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = {p}{keyset}"
+            f" ORDER BY updated_us DESC, id DESC LIMIT {p}")
+
+
+def thread_page(found: Sequence[Any], limit: int) -> ThreadPage:
+    """The page of threads that :func:`thread_page_sql` ``found`` (up to ``limit`` + 1 rows):
+    the first ``limit``, and a cursor when there were more."""
+    threads = [thread(r) for r in found[:limit]]
+    cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
+    return ThreadPage(threads=threads, next_cursor=cursor)
 
 
 def state(row: Any) -> State:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import RECORD_TABLES, record_counts_sql, to_micros, upsert_sql
+from memvault.stores.common import RECORD_TABLES, RESOURCE_IDS_SQL, record_counts_sql, to_micros, upsert_sql
 from memvault.stores.postgres.db import Conn
 
 
 async def resource_ids(conn: Conn) -> list[str]:
-    cursor = await conn.execute(
-        "SELECT resource_id FROM threads UNION SELECT resource_id FROM working_memory"
-        " UNION SELECT resource_id FROM states ORDER BY 1"
-    )
+    cursor = await conn.execute(RESOURCE_IDS_SQL)
     return [str(r[0]) for r in await cursor.fetchall()]
 
 

@@ -32,7 +32,7 @@ from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.common import check_limit, check_query, decode_cursor
+from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
@@ -108,10 +108,7 @@ class PostgresStore:
             return []
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), _search.document(m)) for m in messages]
         seqs = await self._db.write(_messages.save_messages, resource_id, thread_id, prepared)
-        return [
-            m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
-            for m, seq in zip(messages, seqs, strict=True)
-        ]
+        return saved_messages(messages, resource_id, thread_id, seqs)
 
     async def get_messages(
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES

@@ -7,18 +7,13 @@ import sqlite3
 
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
-from memvault.stores.common import RECORD_TABLES, record_counts_sql, upsert_sql
+from memvault.stores.common import RECORD_TABLES, RESOURCE_IDS_SQL, record_counts_sql, upsert_sql
 from memvault.stores.sqlite.records import UPSERT_STATE, state_values
 from memvault.stores.sqlite.summaries import UPSERT_SUMMARY
 
 
 def resource_ids(conn: sqlite3.Connection) -> list[str]:
-    return [
-        str(r[0]) for r in conn.execute(
-            "SELECT resource_id FROM threads UNION SELECT resource_id FROM working_memory"
-            " UNION SELECT resource_id FROM states ORDER BY 1"
-        )
-    ]
+    return [str(r[0]) for r in conn.execute(RESOURCE_IDS_SQL)]
 
 
 _COUNTS = record_counts_sql("?")

@@ -31,7 +31,7 @@ from memvault.lexical import index_text, query_groups
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.common import check_limit, check_query, decode_cursor
+from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.sqlite import export as _export
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
@@ -124,10 +124,7 @@ class SqliteStore:
         if self._unindexed >= INDEX_BATCH:
             self._unindexed = 0
             self._worker.write_later(index_pending)
-        return [
-            m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
-            for m, seq in zip(messages, seqs, strict=True)
-        ]
+        return saved_messages(messages, resource_id, thread_id, seqs)
 
     async def get_messages(
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES

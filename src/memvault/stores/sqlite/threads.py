@@ -13,7 +13,10 @@ from memvault.errors import ThreadExistsError, ThreadNotFoundError
 from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
 from memvault.stores.base import Deleted
-from memvault.stores.common import changed_thread, encode_cursor, to_micros
+from memvault.stores.common import changed_thread, to_micros
+
+_PAGE = rows.thread_page_sql("?", after=False)
+_PAGE_AFTER = rows.thread_page_sql("?", after=True)
 
 
 def create_thread(conn: sqlite3.Connection, thread: Thread, exist_ok: bool) -> Thread:
@@ -40,16 +43,9 @@ def get_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> Th
 def list_threads(
     conn: sqlite3.Connection, resource_id: str, limit: int, after: tuple[int, str] | None
 ) -> ThreadPage:
-    sql = f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = ?"
-    args: list[Any] = [resource_id]
-    if after is not None:
-        sql += " AND (updated_us, id) < (?, ?)"
-        args += list(after)
-    sql += " ORDER BY updated_us DESC, id DESC LIMIT ?"
-    found = conn.execute(sql, (*args, limit + 1)).fetchall()
-    threads = [rows.thread(r) for r in found[:limit]]
-    cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
-    return ThreadPage(threads=threads, next_cursor=cursor)
+    sql = _PAGE if after is None else _PAGE_AFTER
+    found = conn.execute(sql, (resource_id, *(after or ()), limit + 1)).fetchall()
+    return rows.thread_page(found, limit)
 
 
 def update_thread(
