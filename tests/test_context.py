@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memvault import Memory, Message, ToolCallPart, ToolResultPart
-from memvault.context import RECALL_MARKER, SUMMARY_MARKER, ContextOptions, assemble
+from memvault.runtime.context import RECALL_MARKER, SUMMARY_MARKER, ContextOptions, assemble
 
 OLD = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
 

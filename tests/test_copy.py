@@ -1,4 +1,4 @@
-"""``memvault copy`` and :func:`memvault.copy.copy_store`: every record of a store copied into an
+"""``memvault copy`` and :func:`memvault.transfer.copier.copy_store`: every record of a store copied into an
 empty one, verified by counts and checksums on both sides.
 
 The round trip SQLite -> PostgreSQL -> SQLite and the CLI need ``MEMVAULT_TEST_POSTGRES_URL``
@@ -25,10 +25,10 @@ from typer.testing import CliRunner
 
 from memvault import Memory, MemoryOptions, Message, WorkingMemoryOptions
 from memvault.cli.app import app
-from memvault.copy import CopyProgress, CopyReport, Digest, copy_store, digest, threads_of
 from memvault.errors import ConfigurationError
 from memvault.model import DataPart, ImagePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from memvault.stores.capabilities import ExportStore
+from memvault.transfer.copier import CopyProgress, CopyReport, Digest, copy_store, digest, threads_of
 
 MODEL = ("test/embedder", 3)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memvault import Memory, MemoryOptions
-from memvault import demo as script
+from memvault.demo import run as script
 
 
 async def test_facts_from_the_first_thread_reach_the_model_in_a_new_thread(tmp_path: Path) -> None:

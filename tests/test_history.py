@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memvault import Message, TextPart, ToolCallPart, ToolResultPart
-from memvault.history import window
-from memvault.tokens import message_tokens
+from memvault.rules.history import window
+from memvault.rules.tokens import message_tokens
 
 TOOL = (ToolCallPart, ToolResultPart)
 WORDS = ["tea", "green", "weather", "Paris", "extraordinarily", "42", "?", "你好"]

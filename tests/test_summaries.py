@@ -10,7 +10,7 @@ import pytest
 
 from memvault import Memory, Message, ToolCallPart, ToolResultPart
 from memvault.llm import ModelResponse, ScriptedModel
-from memvault.summaries import SummaryOptions, boundary, summarize_if_needed, transcript
+from memvault.runtime.summaries import SummaryOptions, boundary, summarize_if_needed, transcript
 
 OPTIONS = SummaryOptions(trigger_tokens=200, keep_messages=2)
 

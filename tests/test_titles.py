@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memvault.llm import ScriptedModel
-from memvault.titles import MAX_TITLE_CHARS, clean_title, make_title
+from memvault.runtime.titles import MAX_TITLE_CHARS, clean_title, make_title
 
 
 @pytest.mark.parametrize(("answer", "title"), [

@@ -25,11 +25,11 @@ from memvault import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    tiktoken_counter,
 )
 from memvault.errors import ConfigurationError, MissingExtraError
-from memvault.tiktoken_counter import TiktokenCounter
-from memvault.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_token_counter
+from memvault.rules import tiktoken_counts
+from memvault.rules.tiktoken_counts import TiktokenCounter
+from memvault.rules.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_token_counter
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF), (0x3400, 0x4DBF)]
 cjk_text = st.lists(
@@ -227,7 +227,7 @@ def test_resolve_an_exact_counter(spec: str, encoding: str) -> None:
     counter = resolve_token_counter(spec)
     assert isinstance(counter, TiktokenCounter)
     assert counter.encoding_name == encoding
-    assert counter is tiktoken_counter.tiktoken_counter(encoding)  # built once, shared
+    assert counter is tiktoken_counts.tiktoken_counter(encoding)  # built once, shared
 
 
 @pytest.mark.parametrize(
@@ -281,7 +281,7 @@ def test_exact_counts_agree_with_bpe_openai(encoding: str) -> None:
     # bpe-openai's own Rust tokenizer is an independent implementation of the same encodings.
     bpe_openai = pytest.importorskip("bpe_openai")
     reference = bpe_openai.get_encoding(encoding)
-    counter = tiktoken_counter.tiktoken_counter(encoding)
+    counter = tiktoken_counts.tiktoken_counter(encoding)
     for name in SAMPLES:
         text = read_sample(name)
         assert counter(text) == len(reference.encode_ordinary(text)), name
@@ -293,9 +293,9 @@ def test_exact_counts_agree_with_bpe_openai(encoding: str) -> None:
 @pytest.fixture
 def fresh_counters() -> Iterator[None]:
     """Forget the built counters so the test builds them again, and again after it."""
-    tiktoken_counter._build.cache_clear()
+    tiktoken_counts._build.cache_clear()
     yield
-    tiktoken_counter._build.cache_clear()
+    tiktoken_counts._build.cache_clear()
 
 
 def test_exact_counter_works_without_network(
@@ -335,12 +335,12 @@ def test_missing_tiktoken_names_the_extra(monkeypatch: pytest.MonkeyPatch, fresh
 
 
 def test_missing_bpe_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch, fresh_counters: None) -> None:
-    real_find_spec = tiktoken_counter.importlib.util.find_spec
+    real_find_spec = tiktoken_counts.importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None) -> object:
         return None if name == "bpe_openai" else real_find_spec(name, package)
 
-    monkeypatch.setattr(tiktoken_counter.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(tiktoken_counts.importlib.util, "find_spec", find_spec)
     with pytest.raises(MissingExtraError, match=r"'bpe-openai': pip install 'memvault\[tokens\]'"):
         resolve_token_counter("o200k_base")
 
@@ -350,16 +350,16 @@ def test_corrupt_ranks_are_refused(
 ) -> None:
     corrupt = tmp_path / "o200k_base.tiktoken.gz"
     corrupt.write_bytes(gzip.compress(b"aGVsbG8= 0\n"))
-    monkeypatch.setattr(tiktoken_counter, "_ranks_file", lambda name: corrupt)
+    monkeypatch.setattr(tiktoken_counts, "_ranks_file", lambda name: corrupt)
     with pytest.raises(ConfigurationError, match="differ from the file tiktoken expects"):
         resolve_token_counter("o200k_base")
 
 
 def test_importing_memvault_does_not_load_tiktoken() -> None:
     code = (
-        "import sys, memvault, memvault.tokens\n"
-        "memvault.tokens.resolve_token_counter('estimate')\n"
-        "loaded = {'tiktoken', 'bpe_openai', 'memvault.tiktoken_counter'} & set(sys.modules)\n"
+        "import sys, memvault, memvault.rules.tokens\n"
+        "memvault.rules.tokens.resolve_token_counter('estimate')\n"
+        "loaded = {'tiktoken', 'bpe_openai', 'memvault.rules.tiktoken_counts'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

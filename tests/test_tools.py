@@ -9,7 +9,7 @@ import pytest
 
 from memvault import Memory, Message
 from memvault.llm import ToolCall
-from memvault.tools import MemoryTools
+from memvault.runtime.tools import MemoryTools
 
 
 def call(name: str, **args: object) -> ToolCall:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault import Memory, MemoryOptions, ValidationError, WorkingMemoryOptions
-from memvault.working_memory import TOOL_NAME, apply, deep_merge, instructions, tool_definition
+from memvault.rules.working_memory import TOOL_NAME, apply, deep_merge, instructions, tool_definition
 
 # -- JSON strategies ---------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from memvault.model import (
     ToolResultPart,
 )
 from memvault.options import HistoryOptions, MemoryOptions
-from memvault.working_memory import WorkingMemoryOptions
+from memvault.rules.working_memory import WorkingMemoryOptions
 
 __version__ = "0.1.0"
 

@@ -21,8 +21,6 @@ from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memvault import history as history_window
-from memvault import working_memory as wm
 from memvault.errors import MessageTooLargeError, NotFoundError, ValidationError
 from memvault.model import (
     Message,
@@ -39,7 +37,9 @@ from memvault.model import (
 from memvault.options import MemoryOptions
 from memvault.recall import RecallOptions, RecallResult
 from memvault.recall import recall as recall_messages
-from memvault.semantic import SemanticIndex
+from memvault.recall.semantic import SemanticIndex
+from memvault.rules import history as history_window
+from memvault.rules import working_memory as wm
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
 from memvault.stores.capabilities import (

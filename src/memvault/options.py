@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from memvault.errors import ValidationError
 from memvault.recall.options import RecallOptions
-from memvault.tokens import TokenCounter, estimate_tokens, resolve_token_counter
-from memvault.working_memory import WorkingMemoryOptions
+from memvault.rules.tokens import TokenCounter, estimate_tokens, resolve_token_counter
+from memvault.rules.working_memory import WorkingMemoryOptions
 
 DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
@@ -42,9 +42,9 @@ class MemoryOptions:
     (default: :class:`~memvault.recall.RecallOptions`' defaults).
     ``max_message_bytes``: a message whose parts and metadata serialize to more than this many
     bytes of JSON is refused (default 10 MiB). ``token_counter`` counts tokens for budgets:
-    a function from text to a count, or a name :func:`memvault.tokens.resolve_token_counter`
+    a function from text to a count, or a name :func:`memvault.rules.tokens.resolve_token_counter`
     knows (``"o200k_base"``, ``"gpt-4o"``, ``"estimate"``); default: the offline estimate
-    :func:`memvault.tokens.estimate_tokens`. A name is resolved when the options are made.
+    :func:`memvault.rules.tokens.estimate_tokens`. A name is resolved when the options are made.
     """
 
     history: HistoryOptions = field(default_factory=HistoryOptions)

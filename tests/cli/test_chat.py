@@ -18,10 +18,10 @@ from rich.console import Console
 
 from memvault import Memory
 from memvault.cli.chat import INSTRUCTIONS, OFFLINE_NOTICE, ChatSession, choose_model
+from memvault.demo.offline_model import facts_of, offline_model, offline_reply
 from memvault.llm import OpenAIChatModel
-from memvault.offline_model import facts_of, offline_model, offline_reply
-from memvault.summaries import DEFAULT_INSTRUCTIONS as SUMMARY_INSTRUCTIONS
-from memvault.titles import TITLE_INSTRUCTIONS
+from memvault.runtime.summaries import DEFAULT_INSTRUCTIONS as SUMMARY_INSTRUCTIONS
+from memvault.runtime.titles import TITLE_INSTRUCTIONS
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 needs_httpx = pytest.mark.skipif(importlib.util.find_spec("httpx") is None,

@@ -19,7 +19,7 @@ from memvault import Memory, Message
 from memvault.cli.app import app
 from memvault.model import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from memvault.options import MemoryOptions
-from memvault.working_memory import WorkingMemoryOptions
+from memvault.rules.working_memory import WorkingMemoryOptions
 
 runner = CliRunner()
 WHEN = datetime(2024, 5, 8, 10, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memvault import Memory, Message, TextPart, ToolCallPart, ToolResultPart
-from memvault.tokens import message_tokens
+from memvault.rules.tokens import message_tokens
 
 from .support import assert_tool_pairs_complete, ids, save_texts
 

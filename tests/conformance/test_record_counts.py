@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from memvault import Memory, Message
-from memvault.stats import resource_stats
+from memvault.transfer.stats import resource_stats
 
 from .support import save_texts
 

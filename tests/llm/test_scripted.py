@@ -21,7 +21,7 @@ from memvault.llm import (
     ToolCallEvent,
     Usage,
 )
-from memvault.tokens import MESSAGE_OVERHEAD, estimate_tokens
+from memvault.rules.tokens import MESSAGE_OVERHEAD, estimate_tokens
 
 USER = [{"role": "user", "content": "What is the weather in Paris?"}]
 TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}

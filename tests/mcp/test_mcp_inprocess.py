@@ -8,9 +8,9 @@ from mcp.client.client import Client
 from mcp_helpers import structured
 
 from memvault import Memory
-from memvault.mcp_server import build_server
+from memvault.mcp.server import build_server
 from memvault.options import MemoryOptions
-from memvault.working_memory import WorkingMemoryOptions
+from memvault.rules.working_memory import WorkingMemoryOptions
 
 
 async def test_working_memory_scopes_do_not_depend_on_the_memory_options(db_url: str) -> None:

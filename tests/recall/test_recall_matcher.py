@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.lexical import tokens
-from memvault.recall.context import _count, _TermMatcher, query_terms
+from memvault.recall.lexical import _count, _TermMatcher, query_terms
+from memvault.rules.lexical import tokens
 
 WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
          "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",

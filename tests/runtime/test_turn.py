@@ -12,9 +12,9 @@ import pytest
 
 from memvault import Memory, Message, ToolResultPart
 from memvault.llm import ModelResponse, ScriptedModel, ToolCall
+from memvault.runtime.summaries import SummaryOptions
+from memvault.runtime.titles import TITLE_INSTRUCTIONS
 from memvault.runtime.turn import TurnOptions
-from memvault.summaries import SummaryOptions
-from memvault.titles import TITLE_INSTRUCTIONS
 
 
 def call(name: str, call_id: str = "c1", **args: Any) -> ModelResponse:

@@ -18,9 +18,9 @@ import uvicorn
 from memvault import Memory, Message
 from memvault.model import ToolCallPart, ToolResultPart
 from memvault.options import MemoryOptions
+from memvault.rules.working_memory import WorkingMemoryOptions
 from memvault.server import Keyring
 from memvault.server.run import bind, port_of, serve
-from memvault.working_memory import WorkingMemoryOptions
 
 B = "bob"
 B_WORDS = ("quetzal", "xylophone", "bob")

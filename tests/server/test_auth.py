@@ -11,8 +11,8 @@ import pytest
 from server_live import B, Live, run
 
 from memvault import Memory
-from memvault.reserved import KEYS_RESOURCE
 from memvault.server import Keyring
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 
 @pytest.mark.parametrize("authorization", [

@@ -10,9 +10,9 @@ import pytest
 from fastapi import FastAPI
 
 from memvault import Memory
-from memvault.reserved import KEYS_RESOURCE
 from memvault.server import Keyring, create_app, new_secret
 from memvault.server.app import STUDIO
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 TEXT = {"type": "text", "text": "I like green tea with jasmine"}
 

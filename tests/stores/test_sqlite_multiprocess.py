@@ -115,7 +115,7 @@ def _task_create(db: str, p: int, params: dict[str, Any], barrier: Barrier) -> d
 
 def _task_wm_json(db: str, p: int, params: dict[str, Any], barrier: Barrier) -> dict[str, Any]:
     from memvault.options import MemoryOptions
-    from memvault.working_memory import WorkingMemoryOptions
+    from memvault.rules.working_memory import WorkingMemoryOptions
 
     options = MemoryOptions(working_memory=WorkingMemoryOptions(schema={"type": "object"}))
     with _open(db, options) as memory:
@@ -399,7 +399,7 @@ def test_processes_create_the_same_thread_at_once(tmp_path: Path) -> None:
 
 def test_concurrent_json_working_memory_appends_lose_nothing(tmp_path: Path) -> None:
     from memvault.options import MemoryOptions
-    from memvault.working_memory import WorkingMemoryOptions
+    from memvault.rules.working_memory import WorkingMemoryOptions
 
     db = make_db(tmp_path)
     count = 50

@@ -26,7 +26,7 @@ What is measured, through the public API only:
   conversation.
 - **Cost.** A second call per question with the defaults as a user gets them (``top_k=5``,
   ``message_range=1``) is timed (wall clock, ms per query) and its recalled messages counted
-  in tokens (:func:`memvault.tokens.estimate_tokens` of their text); ``fed_recall@5`` is the
+  in tokens (:func:`memvault.rules.tokens.estimate_tokens` of their text); ``fed_recall@5`` is the
   evidence recall over all those fed messages (hits and neighbours).
 - **Vectors** (``embedder=SPEC``): the store is opened as users open it,
   ``Memory.open(url, embedder=SPEC)`` (any :func:`memvault.embeddings.resolve_embedder` spec,
@@ -62,9 +62,9 @@ from typing import Any
 
 from memvault import Memory, Message
 from memvault.errors import MemvaultError, ValidationError
-from memvault.lexical import tokens as lexical_tokens
 from memvault.recall import RecallOptions
-from memvault.tokens import estimate_tokens
+from memvault.rules.lexical import tokens as lexical_tokens
+from memvault.rules.tokens import estimate_tokens
 
 TARGETS: dict[str, float] = {"recall@5": 65.0, "recall@10": 75.0}
 """Lower bounds for the lexical-only default (no embedder), in percent."""

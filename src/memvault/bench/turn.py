@@ -10,11 +10,11 @@ the resource, counted the same way: what a "feed everything" agent would send).
 Then the questions: after each session, the questions whose evidence turns are all said by then
 (and were not asked yet) are asked in the thread of that session; at the end, all of them are
 asked again in a new thread (a user coming back later). For each, the context the turn helper
-would assemble for it (:func:`memvault.context.assemble`, the same call ``memory.turn`` makes) is
+would assemble for it (:func:`memvault.runtime.context.assemble`, the same call ``memory.turn`` makes) is
 checked for the evidence turns: in the history window or among the recalled messages. Reported
 as evidence recall (the mean share of a question's evidence turns that are fed).
 
-**Assembly** (``assembly``): the time of :func:`memvault.context.assemble` (system text, working
+**Assembly** (``assembly``): the time of :func:`memvault.runtime.context.assemble` (system text, working
 memory, summary lookup, recall by words, history window, budget) over a store of ``messages``
 stored messages, embedder excluded: in one resource (the worst case for recall: every message is
 a candidate) and spread over 100 resources (1,000 messages each). p50 and p95 over ``queries``
@@ -44,11 +44,11 @@ from typing import Any, Literal
 from memvault.bench.locomo import Conversation, load, parse_conversation
 from memvault.bench.locomo import Turn as Spoken
 from memvault.bench.store import _WORDS, _text
-from memvault.context import Context, ContextOptions, assemble
 from memvault.memory import Memory
 from memvault.model import Message, TextPart
+from memvault.rules.tokens import message_tokens
+from memvault.runtime.context import Context, ContextOptions, assemble
 from memvault.runtime.turn import TurnOptions
-from memvault.tokens import message_tokens
 
 Progress = Callable[[str], None]
 ASSEMBLY_TARGET_MS = 20.0

@@ -29,11 +29,11 @@ from rich.panel import Panel
 from rich.status import Status
 from rich.text import Text
 
+from memvault.demo.offline_model import offline_model
 from memvault.errors import MemvaultError, ModelError, ValidationError
 from memvault.llm.base import Model, ModelEvent, TextDelta, ToolCallEvent
 from memvault.memory import Memory
 from memvault.model import Message, Thread, check_id, new_id
-from memvault.offline_model import offline_model
 from memvault.recall import RecallHit
 from memvault.runtime.turn import TurnOptions
 from memvault.stores import default_url
@@ -76,7 +76,7 @@ def choose_model(
     offline: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> ModelChoice:
-    """The chat's model: the offline stand-in (:func:`memvault.offline_model.offline_model`)
+    """The chat's model: the offline stand-in (:func:`memvault.demo.offline_model.offline_model`)
     when ``offline`` is set or when neither a base URL nor an API key is given (as arguments or
     as ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` in ``env``, default ``os.environ``); else an
     :class:`~memvault.llm.openai.OpenAIChatModel` named ``model``, else ``$MEMVAULT_MODEL``,
@@ -180,7 +180,7 @@ class ChatSession:
         console: Console | None = None,
         options: TurnOptions | None = None,
     ) -> None:
-        from memvault.context import ContextOptions
+        from memvault.runtime.context import ContextOptions
 
         self.memory = memory
         self.model = model

@@ -1,5 +1,5 @@
 """``memvault copy --from URL --to URL``: copy every record of one store into an empty one
-(:mod:`memvault.copy`), with a progress bar, then verify counts and checksums on both sides.
+(:mod:`memvault.transfer.copier`), with a progress bar, then verify counts and checksums on both sides.
 
 Exit status: 0 when the copy is verified; 1 when the verification finds a difference (the
 table names the kinds); 2 when nothing could be copied (a target that is not empty, an unknown
@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memvault.copy import KINDS, CopyProgress, CopyReport, copy_store
 from memvault.errors import MemvaultError
 from memvault.memory import Memory
+from memvault.transfer.copier import KINDS, CopyProgress, CopyReport, copy_store
 
 
 def copy(

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from memvault.cli.common import AsJson, Db, Resource, emit, fail, no_thread, run
-from memvault.copy import messages_of
 from memvault.memory import Memory
+from memvault.transfer.copier import messages_of
 
 
 def delete(

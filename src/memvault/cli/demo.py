@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from memvault import demo as script
+from memvault.demo import run as script
 from memvault.memory import Memory
 from memvault.options import MemoryOptions
 

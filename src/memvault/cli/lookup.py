@@ -16,8 +16,8 @@ from memvault.memory import Memory
 from memvault.model import Message
 from memvault.options import MemoryOptions
 from memvault.recall import RecallResult
-from memvault.stats import STAT_KINDS, store_stats
-from memvault.working_memory import WorkingMemoryOptions
+from memvault.rules.working_memory import WorkingMemoryOptions
+from memvault.transfer.stats import STAT_KINDS, store_stats
 
 Thread = Annotated[str | None, typer.Option("--thread", "-t", help="Only this thread.")]
 

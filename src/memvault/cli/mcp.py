@@ -37,7 +37,7 @@ def mcp(
     except ValueError as error:
         fail(f"--resource: {error}")
     try:
-        from memvault.mcp_server import serve
+        from memvault.mcp.server import serve
     except ImportError as error:
         fail(str(MissingExtraError("memvault mcp", "mcp", "mcp")) + f" ({error})")
     if transport == "http":

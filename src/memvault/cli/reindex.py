@@ -11,7 +11,7 @@ from rich.console import Console
 from memvault.cli.common import run
 from memvault.embeddings import resolve_embedder
 from memvault.memory import Memory
-from memvault.semantic import probe
+from memvault.recall.semantic import probe
 from memvault.stores.capabilities import require_embeddings
 
 

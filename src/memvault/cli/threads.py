@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.cli.common import AsJson, Db, Resource, emit, fail, no_thread, run
-from memvault.copy import messages_of
 from memvault.memory import Memory
 from memvault.model import Message, ReasoningPart, TextPart, Thread, ToolCallPart, ToolResultPart
+from memvault.transfer.copier import messages_of
 
 app = typer.Typer(help="List a resource's threads, or show one thread's messages.", no_args_is_help=True)
 

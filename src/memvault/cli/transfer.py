@@ -11,7 +11,7 @@ One JSON object per line, each with a ``kind``:
   (``State.model_dump``) lines.
 
 Import writes every record back exactly (times, versions, metadata included). Messages are
-numbered ``seq`` 1..n in the target, as :mod:`memvault.copy` does: the gaps deletions left are
+numbered ``seq`` 1..n in the target, as :mod:`memvault.transfer.copier` does: the gaps deletions left are
 not kept, the order is. Embeddings are not exported: ``memvault reindex --embedder`` rebuilds
 them. A thread the target already has is refused (nothing is written) unless ``--force``, which
 deletes it first so that it becomes exactly the exported one; working memories and states in the
@@ -31,10 +31,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memvault.cli.common import AsJson, Db, emit, fail, run
-from memvault.copy import BATCH, messages_of, threads_of
 from memvault.memory import Memory
 from memvault.model import Message, State, Summary, Thread
 from memvault.stores.capabilities import CompleteStore, require_complete
+from memvault.transfer.copier import BATCH, messages_of, threads_of
 
 Advance = Callable[[int], None]
 KINDS = ("thread", "message", "summary", "working_memory", "state")

@@ -11,11 +11,11 @@ without it; every extra that provides an embedder (``openai``, ``local``, ``fast
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memvault.errors import ConfigurationError, MemvaultError, MissingExtraError, ValidationError
+from memvault.errors import MemvaultError, MissingExtraError, ValidationError
+from memvault.rules.settings import positive_float, positive_int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -159,22 +159,6 @@ def learned_dimensions(current: int | None, matrix: NDArray[np.float32]) -> int 
     if current is None and matrix.shape[0] > 0:
         return int(matrix.shape[1])
     return current
-
-
-def positive_int(value: object, name: str, owner: str) -> int:
-    """``value`` if it is a positive int, else :class:`memvault.errors.ConfigurationError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigurationError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return value
-
-
-def positive_float(value: object, name: str, owner: str, *, allow_zero: bool = False) -> float:
-    """``value`` as a float if it is a finite positive number, else a ConfigurationError."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"{owner}: {name} must be a number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigurationError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return float(value)
 
 
 class RowsEmbedder:

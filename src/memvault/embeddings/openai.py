@@ -20,7 +20,7 @@ from memvault.embeddings.base import (
     require_numpy,
 )
 from memvault.errors import ConfigurationError
-from memvault.openai_http import DEFAULT_BASE_URL, OpenAIHttp, require_httpx
+from memvault.llm.http import DEFAULT_BASE_URL, OpenAIHttp, require_httpx
 
 if TYPE_CHECKING:
     import httpx

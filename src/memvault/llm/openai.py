@@ -26,7 +26,7 @@ from memvault.llm.base import (
     ToolCallEvent,
     Usage,
 )
-from memvault.openai_http import OpenAIHttp, error_text, require_httpx, snippet
+from memvault.llm.http import OpenAIHttp, error_text, require_httpx, snippet
 
 if TYPE_CHECKING:
     import httpx

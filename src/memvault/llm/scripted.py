@@ -25,7 +25,7 @@ from memvault.llm.base import (
     ToolCallEvent,
     Usage,
 )
-from memvault.tokens import MESSAGE_OVERHEAD, estimate_tokens
+from memvault.rules.tokens import MESSAGE_OVERHEAD, estimate_tokens
 
 __all__ = ["Reply", "ReplyFunction", "ScriptedModel"]
 
@@ -47,7 +47,7 @@ class ScriptedModel:
     ``function(messages, tools)``.
 
     A text reply becomes ``ModelResponse(text=..., finish_reason="stop")``. A reply whose usage is
-    all zeros gets usage estimated with :func:`memvault.tokens.estimate_tokens` (the messages'
+    all zeros gets usage estimated with :func:`memvault.rules.tokens.estimate_tokens` (the messages'
     text for input, the reply's text, reasoning and tool calls for output); ``model`` is filled
     with :attr:`name` when unset. ``max_tokens`` is accepted and ignored.
 

@@ -2,13 +2,13 @@
 
 1. Recent window: the newest messages of the current thread (``options.last_n``); they are fed
    anyway, so they are never hits.
-2. Candidates: lexical (:mod:`memvault.recall.context`) and, when given, the vector search's
+2. Candidates: lexical (:mod:`memvault.recall.lexical`) and, when given, the vector search's
    matches, scored by meaning (:mod:`memvault.recall.vectors`); a vector search that fails is
    logged and skipped.
 3. Fusion (:mod:`memvault.recall.fusion`), thresholds, the ``top_k`` best.
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
    oldest first, without tool calls or results whose other half is not recalled too
-   (:func:`memvault.history.pair_tool_parts`), merged with the window
+   (:func:`memvault.rules.history.pair_tool_parts`), merged with the window
    (:mod:`memvault.recall.merge`).
 
 No model is called here: an embedder, if any, lives behind the vector search.
@@ -19,12 +19,11 @@ from __future__ import annotations
 import asyncio
 
 from memvault.errors import ValidationError
-from memvault.history import pair_tool_parts
 from memvault.model import Message
 from memvault.recall import merge as merging
 from memvault.recall import vectors
-from memvault.recall.context import Key, lexical_candidates, read_around
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
+from memvault.recall.lexical import Key, lexical_candidates, read_around
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.types import (
     RecallHit,
@@ -34,6 +33,7 @@ from memvault.recall.types import (
     VectorScorer,
     VectorSearch,
 )
+from memvault.rules.history import pair_tool_parts
 
 
 async def recall(

@@ -56,7 +56,7 @@ class VectorSearch(Protocol):
 class VectorScorer(Protocol):
     """The optional second half of the semantic seam: the similarity of the query to *given*
     messages, so that recall can score every candidate (the lexical ones too) and smooth a
-    message's similarity with its neighbours'. :class:`memvault.semantic.SemanticIndex` is one.
+    message's similarity with its neighbours'. :class:`memvault.recall.semantic.SemanticIndex` is one.
 
     Returns a similarity on the vector search's scale for each ref that has a vector; refs
     without one (never embedded, deleted, another resource's) are left out. A failure is

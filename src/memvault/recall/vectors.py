@@ -6,7 +6,7 @@ Two levels, depending on what the caller gives:
   (the other candidates have no vector score);
 - with a :class:`~memvault.recall.types.VectorScorer` too (``Memory.recall`` with an
   embedder): every candidate, lexical or vector, gets a score, and that score is smoothed over
-  the message's neighbours in its thread, as the words are (:mod:`memvault.recall.context`).
+  the message's neighbours in its thread, as the words are (:mod:`memvault.recall.lexical`).
   A reply such as "Yes, last Sunday!" is close in meaning to nothing; with the question it
   answers beside it, it is close to questions about that Sunday.
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from memvault.model import Message, check_id
-from memvault.recall.context import Key, read_around
+from memvault.recall.lexical import Key, read_around
 from memvault.recall.options import RecallOptions
 from memvault.recall.types import MessageRef, RecallMemory, VectorScorer, VectorSearch
 

@@ -23,7 +23,7 @@ Semantics:
   policies save the message with the dangling calls removed (a message of dangling calls only is
   not saved). A message that cannot be saved yet and was never saved also holds back the
   never-saved messages after it, so that the store's ``seq`` order stays the buffer's order.
-  (:func:`memvault.history.pair_tool_parts` is not used: it sees only the messages it is given,
+  (:func:`memvault.rules.history.pair_tool_parts` is not used: it sees only the messages it is given,
   and would drop a result whose call was saved by an earlier write.)
 - **Failures lose nothing.** A failed write puts its messages back (unless a newer version
   arrived meanwhile) and is tried again by the next write; ``flush`` raises the error of its own

@@ -9,7 +9,7 @@ Entering the block:
 
 1. the thread is created if it is new, and the user's message is saved at once (durable before
    the model is called);
-2. the context is assembled (:func:`memvault.context.assemble`): instructions with the working
+2. the context is assembled (:func:`memvault.runtime.context.assemble`): instructions with the working
    memory, the summary, recalled messages marked with where and when, and the history window,
    within the token budget, as OpenAI chat messages in :attr:`Turn.messages`.
 
@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memvault.context import Context, ContextOptions, assemble
 from memvault.errors import ValidationError
 from memvault.formats.openai_chat import to_openai
 from memvault.llm.base import (
@@ -58,11 +57,12 @@ from memvault.llm.base import (
 )
 from memvault.model import Message, ToolCallPart, ToolResultPart
 from memvault.runtime.buffer import TURN_ID, ConversationBuffer
+from memvault.runtime.context import Context, ContextOptions, assemble
 from memvault.runtime.persist import PersistQueue
-from memvault.summaries import SummaryOptions, summarize_if_needed
+from memvault.runtime.summaries import SummaryOptions, summarize_if_needed
+from memvault.runtime.titles import make_title
+from memvault.runtime.tools import MemoryTools
 from memvault.telemetry import traced
-from memvault.titles import make_title
-from memvault.tools import MemoryTools
 
 if TYPE_CHECKING:
     from memvault.memory import Memory
@@ -80,8 +80,8 @@ RETRY_LOOKBACK = 50
 class TurnOptions:
     """What a turn does around the model.
 
-    - ``context``: how the input is assembled (:class:`memvault.context.ContextOptions`).
-    - ``summaries`` (default :class:`memvault.summaries.SummaryOptions`, i.e. at 170,000
+    - ``context``: how the input is assembled (:class:`memvault.runtime.context.ContextOptions`).
+    - ``summaries`` (default :class:`memvault.runtime.summaries.SummaryOptions`, i.e. at 170,000
       tokens keep the last 6 messages): ``None`` never summarises. Needs a model.
     - ``titles`` (default ``True``): title a new thread from its first user message. Needs a model.
     - ``debounce`` (default 0.2 s): the persist queue's debounce while streaming.

@@ -18,9 +18,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memvault.errors import ValidationError
 from memvault.memory import Memory
-from memvault.reserved import KEYS_RESOURCE
 from memvault.server.errors import ApiError
 from memvault.server.keys import ApiKey, Keyring, check_resource
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 RESOURCE_HEADER = "X-Memvault-Resource"
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}

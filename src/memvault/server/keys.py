@@ -28,7 +28,7 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.memory import Memory
 from memvault.model import check_id, now
-from memvault.reserved import KEYS_RESOURCE
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 PREFIX = "mv_"
 _ID_HEX = 8

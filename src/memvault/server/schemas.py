@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.model import Message, SearchHit, Thread
-from memvault.stats import STAT_KINDS
+from memvault.transfer.stats import STAT_KINDS
 
 
 class ErrorDetail(BaseModel):

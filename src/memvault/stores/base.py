@@ -129,7 +129,7 @@ WorkingMemoryUpdate = Callable[[str | None], str | None]
 @runtime_checkable
 class WorkingMemoryStore(Protocol):
     async def get_working_memory(self, resource_id: str, key: str) -> str | None:
-        """The stored working memory under ``key`` (see :func:`memvault.working_memory.key`)."""
+        """The stored working memory under ``key`` (see :func:`memvault.rules.working_memory.key`)."""
         ...
 
     async def update_working_memory(

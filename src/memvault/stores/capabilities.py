@@ -31,7 +31,7 @@ class FullTextSearch(Protocol):
     ) -> list[SearchHit]:
         """Messages of the resource (or of one thread) that share words with ``query``, best first.
 
-        Semantics in :mod:`memvault.lexical`: any string is safe; a query without words matches
+        Semantics in :mod:`memvault.rules.lexical`: any string is safe; a query without words matches
         nothing."""
         ...
 

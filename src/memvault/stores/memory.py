@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
-from memvault.lexical import index_text, query_groups, stem, tokens
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
+from memvault.rules.lexical import index_text, query_groups, stem, tokens
 from memvault.stores.base import (
     ALL_MESSAGES,
     UNSET,
@@ -377,7 +377,7 @@ class InMemoryStore:
                 record.vectors.clear()
         return count
 
-    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
     async def resource_ids(self) -> list[str]:
         return sorted(

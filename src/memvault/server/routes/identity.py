@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memvault.reserved import KEYS_RESOURCE
 from memvault.server.auth import AdminDep, CallerDep, MemoryDep
 from memvault.server.schemas import ERRORS, Me, ResourceCounts, Resources
-from memvault.stats import export_store, resource_stats
+from memvault.transfer.reserved import KEYS_RESOURCE
+from memvault.transfer.stats import export_store, resource_stats
 
 router = APIRouter(prefix="/v1", tags=["identity"], responses=ERRORS)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from memvault.recall import RecallHit
+from memvault.rules.working_memory import scoped_view
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
 from memvault.server.routes.common import check_thread
 from memvault.server.schemas import (
@@ -20,8 +21,7 @@ from memvault.server.schemas import (
     WorkingMemory,
     WorkingMemoryIn,
 )
-from memvault.stats import resource_stats
-from memvault.working_memory import scoped_view
+from memvault.transfer.stats import resource_stats
 
 router = APIRouter(prefix="/v1", tags=["lookup"], responses=ERRORS)
 ThreadQuery = Annotated[str | None, Query(description="Only this thread (404 if the resource has none).")]

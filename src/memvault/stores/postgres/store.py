@@ -210,7 +210,7 @@ class PostgresStore:
     async def clear_embeddings(self) -> int:
         return await self._db.write(_vectors.clear_embeddings)
 
-    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
     async def resource_ids(self) -> list[str]:
         return await self._db.read(_export.resource_ids)

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memvault.errors import ConfigurationError
-from memvault.lexical import index_text, query_groups
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.rules.lexical import index_text, query_groups
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
@@ -234,7 +234,7 @@ class SqliteStore:
     async def clear_embeddings(self) -> int:
         return await self._write(_vectors.clear_embeddings)
 
-    # export (memvault.stores.capabilities.ExportStore, for memvault.copy)
+    # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
     async def resource_ids(self) -> list[str]:
         return await self._read(_export.resource_ids)

@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memvault.embeddings.base import positive_float
 from memvault.errors import ConfigurationError, MemvaultError, MissingExtraError
+from memvault.rules.settings import positive_float
 
 if TYPE_CHECKING:
     import httpx

@@ -6,7 +6,7 @@ the o200k_base and cl100k_base ranks in its wheel: this module reads that file (
 importing bpe-openai), checks it against the SHA-256 that tiktoken pins for the published file,
 and builds a ``tiktoken.Encoding`` from it with tiktoken's own split pattern. Nothing here
 opens a network connection or writes tiktoken's cache. Use it through
-:func:`memvault.tokens.resolve_token_counter`.
+:func:`memvault.rules.tokens.resolve_token_counter`.
 """
 
 from __future__ import annotations

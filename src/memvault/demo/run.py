@@ -16,9 +16,9 @@ from memvault.llm import ChatMessage, ModelResponse, ScriptedModel, Tool, ToolCa
 from memvault.memory import Memory
 from memvault.model import Message
 from memvault.recall import RecallHit
+from memvault.rules.working_memory import TOOL_NAME, WorkingMemoryOptions
+from memvault.runtime.titles import TITLE_INSTRUCTIONS
 from memvault.runtime.turn import TurnOptions
-from memvault.titles import TITLE_INSTRUCTIONS
-from memvault.working_memory import TOOL_NAME, WorkingMemoryOptions
 
 RESOURCE = "ada"
 PROFILE = WorkingMemoryOptions(template="# User profile\n- Name:\n- Preferences:\n- Plans:\n")

@@ -114,7 +114,7 @@ def resolve_token_counter(spec: TokenCounterSpec = None) -> TokenCounter:
     - ``None`` (the default) or ``"estimate"``: :func:`estimate_tokens`.
     - an encoding, ``"o200k_base"`` or ``"cl100k_base"`` (also ``"tiktoken:o200k_base"``; and
       ``"o200k_harmony"``, which counts text as o200k_base does): an exact counter, built once
-      per encoding and shared (see :mod:`memvault.tiktoken_counter`).
+      per encoding and shared (see :mod:`memvault.rules.tiktoken_counts`).
     - a model name such as ``"gpt-4o"``, ``"gpt-4.1-mini"`` or ``"gpt-4"``: the exact counter
       of that model's encoding, as tiktoken maps it.
     - any function from ``str`` to ``int``: returned as it is.
@@ -146,30 +146,30 @@ def _from_string(spec: str) -> TokenCounter:
     if name == "estimate":
         return estimate_tokens
     # Imported here: it is small, but the encodings it loads are not, and most callers estimate.
-    from memvault import tiktoken_counter
+    from memvault.rules import tiktoken_counts
 
-    supported = ", ".join(tiktoken_counter.ENCODINGS)
+    supported = ", ".join(tiktoken_counts.ENCODINGS)
     if name.startswith("tiktoken:"):
         encoding = name.removeprefix("tiktoken:").strip()
-        if encoding not in tiktoken_counter.ENCODINGS:
+        if encoding not in tiktoken_counts.ENCODINGS:
             raise ConfigurationError(
                 f"unknown tiktoken encoding in token counter {spec!r}: expected one of {supported}"
             )
-        return tiktoken_counter.tiktoken_counter(encoding)
-    if name in tiktoken_counter.ENCODINGS:
-        return tiktoken_counter.tiktoken_counter(name)
-    model_encoding = tiktoken_counter.encoding_for_model(name) if name else None
+        return tiktoken_counts.tiktoken_counter(encoding)
+    if name in tiktoken_counts.ENCODINGS:
+        return tiktoken_counts.tiktoken_counter(name)
+    model_encoding = tiktoken_counts.encoding_for_model(name) if name else None
     if model_encoding is None:
         raise ConfigurationError(
             f"unknown token counter {spec!r}: expected 'estimate', an encoding ({supported}), "
             "'tiktoken:<encoding>', an OpenAI model name such as 'gpt-4o', or a function from str to int"
         )
-    if model_encoding not in tiktoken_counter.ENCODINGS:
+    if model_encoding not in tiktoken_counts.ENCODINGS:
         raise ConfigurationError(
             f"the model {spec!r} uses the {model_encoding} encoding, which memvault cannot count offline; "
             f"exact counts are available for {supported}, or use 'estimate'"
         )
-    return tiktoken_counter.tiktoken_counter(model_encoding)
+    return tiktoken_counts.tiktoken_counter(model_encoding)
 
 
 def message_tokens(message: Message, count: TokenCounter = estimate_tokens) -> int:

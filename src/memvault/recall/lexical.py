@@ -25,11 +25,20 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvault.lexical import ASCII_WORD, STOP_WORDS, fold, index_text, query_groups, split_cjk, stem, tokens
 from memvault.model import Message
 from memvault.recall.dates import DateSpan, query_dates
 from memvault.recall.options import RecallOptions
 from memvault.recall.types import RecallMemory
+from memvault.rules.lexical import (
+    ASCII_WORD,
+    STOP_WORDS,
+    fold,
+    index_text,
+    query_groups,
+    split_cjk,
+    stem,
+    tokens,
+)
 
 Key = tuple[str, str]
 """A message's ``(thread_id, id)``."""
@@ -75,7 +84,7 @@ def _count(term: tuple[str, ...], toks: Sequence[str], words: Counter[str]) -> i
 
 class _TermMatcher:
     """Counts the query's terms in a text, and the text's length in tokens, as
-    :func:`memvault.lexical.tokens` would, but stems only the words that may be one of the
+    :func:`memvault.rules.lexical.tokens` would, but stems only the words that may be one of the
     terms: a word's Porter stem without its last letter is a prefix of the word (checked on
     97,000 English and code words), so only words starting with such a prefix are stemmed."""
 

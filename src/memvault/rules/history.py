@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memvault.model import Message, ToolCallPart, ToolResultPart
-from memvault.tokens import TokenCounter, estimate_tokens, message_tokens
+from memvault.rules.tokens import TokenCounter, estimate_tokens, message_tokens
 
 
 def pair_tool_parts(messages: Sequence[Message]) -> list[Message]:

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memvault.errors import NotFoundError, ValidationError
-from memvault.history import safe_starts
 from memvault.llm.base import ChatMessage, Model
 from memvault.memory import Memory
 from memvault.model import Message, Summary, TextPart, ToolCallPart, ToolResultPart
+from memvault.rules.history import safe_starts
+from memvault.rules.tokens import TokenCounter, message_tokens
 from memvault.telemetry import traced
-from memvault.tokens import TokenCounter, message_tokens
 
 DEFAULT_INSTRUCTIONS = (
     "You keep the running summary of a conversation between a user and an assistant. Write a "

@@ -27,12 +27,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from memvault import working_memory as wm
 from memvault.errors import ValidationError
 from memvault.llm.base import Tool, ToolCall
 from memvault.memory import Memory
 from memvault.model import ToolResultPart
 from memvault.recall import RecallOptions
+from memvault.rules import working_memory as wm
 
 GET_TOOL = "get_working_memory"
 SEARCH_TOOL = "search_memory"

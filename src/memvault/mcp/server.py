@@ -36,13 +36,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from memvault import __version__
-from memvault import tools as memory_tools
 from memvault.errors import MemvaultError, ThreadNotFoundError, ValidationError
 from memvault.memory import Memory
 from memvault.model import Message, TextPart, check_id
 from memvault.options import MemoryOptions
 from memvault.recall import RecallHit
-from memvault.working_memory import scoped_view
+from memvault.rules.working_memory import scoped_view
+from memvault.runtime import tools as memory_tools
 
 Transport = Literal["stdio", "http"]
 MAX_PAGE = 100

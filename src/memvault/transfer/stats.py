@@ -14,9 +14,9 @@ Example::
 from __future__ import annotations
 
 from memvault.errors import ConfigurationError
-from memvault.reserved import RESERVED_RESOURCES
 from memvault.stores import Store
 from memvault.stores.capabilities import ExportStore
+from memvault.transfer.reserved import RESERVED_RESOURCES
 
 STAT_KINDS = ("threads", "messages", "summaries", "working_memories", "states")
 """The counted kinds, in display order: the keys of every :func:`resource_stats` answer."""
@@ -39,7 +39,7 @@ async def resource_stats(store: Store, resource_id: str) -> dict[str, int]:
 
 async def store_stats(store: Store, only: str | None = None) -> dict[str, dict[str, int]]:
     """:func:`resource_stats` of every resource of the store in id order (or of ``only``),
-    memvault's own records (:data:`~memvault.reserved.RESERVED_RESOURCES`) left out unless
+    memvault's own records (:data:`~memvault.transfer.reserved.RESERVED_RESOURCES`) left out unless
     ``only`` names them."""
     resources = [only] if only is not None else [
         r for r in await export_store(store).resource_ids() if r not in RESERVED_RESOURCES]

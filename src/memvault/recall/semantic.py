@@ -40,7 +40,7 @@ from memvault.vectors.base import VectorIndex, VectorItem
 if TYPE_CHECKING:
     from memvault.embeddings import Embedder
 
-log = logging.getLogger("memvault.semantic")
+log = logging.getLogger("memvault.recall.semantic")
 _LOAD_BATCH = 10_000
 _QUERY_CACHE = 32
 

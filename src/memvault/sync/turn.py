@@ -22,7 +22,7 @@ from memvault.llm.base import ChatMessage, Model, ModelEvent, Tool, ToolCall
 from memvault.model import Message, ToolCallPart, ToolResultPart
 
 if TYPE_CHECKING:
-    from memvault.context import Context
+    from memvault.runtime.context import Context
     from memvault.runtime.turn import ToolExecutor, Turn
 
 R = TypeVar("R")

@@ -12,7 +12,7 @@ real model:
 - anything else gets a short answer saying what memory gave it: the working memory's lines
   ("I remember: Name: Ada.") and how many passages recall found ("I recalled 1 passage from
   earlier conversations.");
-- a title request (:data:`memvault.titles.TITLE_INSTRUCTIONS`) is answered with the first five
+- a title request (:data:`memvault.runtime.titles.TITLE_INSTRUCTIONS`) is answered with the first five
   words of the message; a summary request with the user lines of the transcript (at most
   :data:`MAX_SUMMARY_CHARS` characters, the newest kept).
 """
@@ -25,12 +25,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memvault.context import RECALL_MARKER
 from memvault.llm.base import ChatMessage, ModelResponse, Tool, ToolCall
 from memvault.llm.scripted import ScriptedModel
-from memvault.summaries import DEFAULT_INSTRUCTIONS as SUMMARY_INSTRUCTIONS
-from memvault.titles import TITLE_INSTRUCTIONS
-from memvault.working_memory import TOOL_NAME
+from memvault.rules.working_memory import TOOL_NAME
+from memvault.runtime.context import RECALL_MARKER
+from memvault.runtime.summaries import DEFAULT_INSTRUCTIONS as SUMMARY_INSTRUCTIONS
+from memvault.runtime.titles import TITLE_INSTRUCTIONS
 
 __all__ = ["MAX_SUMMARY_CHARS", "OFFLINE_NAME", "facts_of", "offline_model", "offline_reply"]
 

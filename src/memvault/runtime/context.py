@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 
 from memvault.errors import ValidationError
 from memvault.formats.openai_chat import to_openai
-from memvault.history import window
 from memvault.llm.base import ChatMessage
 from memvault.memory import Memory
 from memvault.model import Message, Summary
 from memvault.recall import RecallHit, RecallOptions
-from memvault.summaries import transcript
-from memvault.tokens import MESSAGE_OVERHEAD, TokenCounter, message_tokens
+from memvault.rules.history import window
+from memvault.rules.tokens import MESSAGE_OVERHEAD, TokenCounter, message_tokens
+from memvault.runtime.summaries import transcript
 
 SUMMARY_MARKER = "Summary of the earlier part of this conversation"
 RECALL_MARKER = (

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 from memvault.memory import Memory as AsyncMemory
 from memvault.model import Message
 from memvault.options import MemoryOptions
-from memvault.sync_turn import SyncTurn
+from memvault.sync.turn import SyncTurn
 from memvault.vectors.base import VectorIndex
 
 if TYPE_CHECKING:
