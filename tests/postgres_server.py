@@ -45,7 +45,7 @@ def _problem(url: str) -> str | None:
 
 def conninfo(url: str) -> str:
     """``url`` for the driver itself (without memvault's own options such as ``schema``)."""
-    from memvault.stores.postgres import postgres_options
+    from memvault.stores.postgres.store import postgres_options
 
     return postgres_options(url)[0]
 

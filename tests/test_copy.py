@@ -133,7 +133,7 @@ def _server() -> str:
         try:
             import psycopg
 
-            from memvault.stores.postgres import postgres_options
+            from memvault.stores.postgres.store import postgres_options
 
             psycopg.connect(postgres_options(url)[0], connect_timeout=5).close()
         except Exception as exc:
@@ -151,7 +151,7 @@ def pg_url() -> Iterator[str]:
     import psycopg
     from psycopg import sql
 
-    from memvault.stores.postgres import postgres_options
+    from memvault.stores.postgres.store import postgres_options
 
     server = _server()
     schema = f"memvault_test_{uuid.uuid4().hex[:16]}"

@@ -162,7 +162,7 @@ def test_migrations_run_once_with_many_processes_opening_a_new_schema(
 ) -> None:
     from psycopg import sql
 
-    from memvault.stores.postgres_schema import LATEST
+    from memvault.stores.postgres.schema import LATEST
 
     schema = _new(schemas)
     _run_workers("open", with_params(server, schema=schema))
@@ -219,7 +219,7 @@ async def test_mixed_concurrent_writes_never_deadlock(
     import random
 
     from memvault import Message, NotFoundError
-    from memvault.stores import postgres_db
+    from memvault.stores.postgres import db as postgres_db
 
     monkeypatch.setattr(postgres_db, "RETRIES", 0)  # a deadlock would surface as a StoreError
     rng = random.Random(7)
@@ -262,7 +262,7 @@ async def test_a_newer_schema_version_is_refused(server: str, schemas: list[str]
     from psycopg import sql
 
     from memvault import Memory, SchemaVersionError
-    from memvault.stores.postgres_schema import LATEST
+    from memvault.stores.postgres.schema import LATEST
 
     schema = _new(schemas)
     url = with_params(server, schema=schema)
@@ -327,6 +327,7 @@ async def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setitem(sys.modules, "psycopg", None)
     monkeypatch.delitem(sys.modules, "memvault.stores.postgres", raising=False)
+    monkeypatch.delitem(sys.modules, "memvault.stores.postgres.store", raising=False)
     with pytest.raises(MissingExtraError, match=r"memvault\[postgres\]"):
         await open_store("postgresql://postgres@127.0.0.1/x")
 

@@ -274,7 +274,7 @@ async def test_a_busy_pool_makes_callers_wait_and_probes_the_server_once(
     server's ``max_connections`` under load)."""
     import psycopg
 
-    from memvault.stores import postgres_db
+    from memvault.stores.postgres import db as postgres_db
 
     await memory.save_messages([Message.user("first", id="m0")], thread_id="t", resource_id=RESOURCE)
     probes = 0

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memvault import Memory, Message
-from memvault.stores.sqlite import INDEX_BATCH, SqliteStore
-from memvault.stores.sqlite_schema import unindexed
+from memvault.stores.sqlite.schema import unindexed
+from memvault.stores.sqlite.store import INDEX_BATCH, SqliteStore
 
 
 async def _unindexed(store: SqliteStore) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from memvault.stores.sqlite_schema import LATEST
+from memvault.stores.sqlite.schema import LATEST
 
 WORKERS = 4
 RESOURCE = "res"

@@ -15,7 +15,7 @@ import pytest
 from memvault import Memory, Message, SchemaVersionError, ToolResultPart
 from memvault.errors import ConfigurationError
 from memvault.stores.sqlite import SqliteStore
-from memvault.stores.sqlite_schema import LATEST, MIGRATIONS, current_version, index_pending, migrate
+from memvault.stores.sqlite.schema import LATEST, MIGRATIONS, current_version, index_pending, migrate
 
 
 @contextmanager

@@ -144,7 +144,7 @@ async def _plan(url: str, schema: str, iterative: str) -> tuple[list[str], int]:
     """The plan of a filtered HNSW query with this connection URL, and how many rows it gives."""
     import psycopg
 
-    from memvault.stores.postgres import postgres_options
+    from memvault.stores.postgres.store import postgres_options
 
     query = (f"SELECT id FROM {schema}.memvault_vectors WHERE resource_id = 'r1' "
              f"AND thread_id = 'rare' ORDER BY embedding OPERATOR(public.<=>) "
@@ -230,7 +230,7 @@ async def test_the_vectors_survive_reopening(schema: str) -> None:
 async def test_a_given_pool_is_used_and_left_open(schema: str) -> None:
     from psycopg_pool import AsyncConnectionPool
 
-    from memvault.stores.postgres import postgres_options
+    from memvault.stores.postgres.store import postgres_options
 
     pool: AsyncConnectionPool = AsyncConnectionPool(postgres_options(postgres_url())[0], min_size=1,
                                                     max_size=2, open=False)

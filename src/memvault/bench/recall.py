@@ -351,7 +351,7 @@ async def _drop_schema(url: str, schema: str) -> None:
     import psycopg
     from psycopg import sql
 
-    from memvault.stores.postgres import postgres_options
+    from memvault.stores.postgres.store import postgres_options
 
     async with await psycopg.AsyncConnection.connect(postgres_options(url)[0], autocommit=True) as conn:
         await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
@@ -648,7 +648,7 @@ def run(
         "elapsed_s": round(time.perf_counter() - began, 1),
     }
     if pgvector is not None:
-        from memvault.stores.postgres import postgres_options
+        from memvault.stores.postgres.store import postgres_options
 
         result["config"]["pgvector"] = {
             "system": "memvault.vectors.PgVectorIndex (PostgreSQL + pgvector HNSW, cosine)",

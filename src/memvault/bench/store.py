@@ -9,7 +9,7 @@ Three systems run side by side in one process, on one workload, each on its own 
   default ``synchronous=FULL``, one transaction per ``add_items``, run on
   ``asyncio.to_thread``), one session object per thread, created before the clock starts and
   reused, one ``add_items([user, assistant])`` per turn.
-- **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite_schema.migrate``) and pragmas
+- **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite.schema.migrate``) and pragmas
   (WAL, ``synchronous=NORMAL``), writing the same rows (threads row, messages with ``seq``
   computed in Python, the FTS body folded by the same ``memvault.rules.lexical`` functions and
   indexed in batches of 512 as memvault does) with ``executemany`` in one
@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import Memory, Message
 from memvault.rules.lexical import fold, split_cjk
-from memvault.stores.sqlite import INDEX_BATCH
-from memvault.stores.sqlite_schema import index_pending, migrate
+from memvault.stores.sqlite.schema import index_pending, migrate
+from memvault.stores.sqlite.store import INDEX_BATCH
 
 if TYPE_CHECKING:
     from agents.memory import SQLiteSession

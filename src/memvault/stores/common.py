@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import MAX_ID_LENGTH, Thread, now
+from memvault.model import MAX_ID_LENGTH, Message, Thread, now
 from memvault.stores.base import MessageQuery, _Unset
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -38,11 +39,29 @@ RECORD_TABLES = (("threads", "threads"), ("messages", "messages"), ("summaries",
 the table the SQL stores keep it in."""
 
 
+RESOURCE_IDS_SQL = (
+    "SELECT resource_id FROM threads UNION SELECT resource_id FROM working_memory"
+    " UNION SELECT resource_id FROM states ORDER BY 1"
+)
+"""Every resource that has a thread, a working memory or a state, in order (the SQL stores)."""
+
+
 def record_counts_sql(placeholder: str) -> str:
     """One statement counting each :data:`RECORD_TABLES` kind of one resource; every count
     reads an index led by ``resource_id``. ``placeholder`` is the driver's (``?`` or ``%s``)."""
     return "SELECT " + ", ".join(
         f"(SELECT count(*) FROM {table} WHERE resource_id = {placeholder})" for _, table in RECORD_TABLES)
+
+
+def upsert_sql(table: str, columns: str, key: str, placeholder: str) -> str:
+    """One statement writing a whole row of ``table``: an insert that, when a row with the same
+    ``key`` (its primary key's columns) exists, overwrites each of its other ``columns``.
+    ``placeholder`` is the driver's (``?`` or ``%s``)."""
+    names = [name.strip() for name in columns.split(",")]
+    keys = {name.strip() for name in key.split(",")}
+    marks = ", ".join([placeholder] * len(names))
+    changes = ", ".join(f"{name} = excluded.{name}" for name in names if name not in keys)
+    return f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({key}) DO UPDATE SET {changes}"
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
@@ -95,6 +114,17 @@ def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) 
         "`await memory.store.clear_embeddings()`, then open it with the new one and call "
         "`await memory.reindex()`)"
     )
+
+
+def saved_messages(
+    messages: Sequence[Message], resource_id: str, thread_id: str, seqs: Sequence[int]
+) -> list[Message]:
+    """What ``save_messages`` returns: the messages as given, with their thread, resource and
+    the seqs the store gave them."""
+    return [
+        m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
+        for m, seq in zip(messages, seqs, strict=True)
+    ]
 
 
 def changed_thread(thread: Thread, title: Any, metadata: Any) -> Thread:

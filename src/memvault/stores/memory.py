@@ -24,6 +24,7 @@ from memvault.stores.base import (
     _Unset,
 )
 from memvault.stores.common import (
+    changed_thread,
     check_limit,
     check_query,
     decode_cursor,
@@ -108,12 +109,7 @@ class InMemoryStore:
         record = self._record(resource_id, thread_id)
         if record is None:
             raise ThreadNotFoundError(thread_id)
-        changes: dict[str, Any] = {"updated_at": now()}
-        if not isinstance(title, _Unset):
-            changes["title"] = title
-        if not isinstance(metadata, _Unset):
-            changes["metadata"] = metadata
-        record.thread = Thread.parse({**record.thread.model_dump(), **changes})
+        record.thread = changed_thread(record.thread, title, metadata)
         return record.thread.model_copy(deep=True)
 
     async def delete_thread(self, resource_id: str, thread_id: str) -> bool:

@@ -9,6 +9,7 @@ conformance suite checks that what comes back equals what was saved.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from memvault.model import (
@@ -23,12 +24,27 @@ from memvault.model import (
     Summary,
     TextPart,
     Thread,
+    ThreadPage,
     ToolCallPart,
     ToolResultPart,
 )
-from memvault.stores.common import from_micros
+from memvault.stores.common import encode_cursor, from_micros, to_micros
 
 M = TypeVar("M", bound=Model)
+
+THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
+"""The ``threads`` columns :func:`thread` reads and :func:`thread_values` gives, in order."""
+MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
+"""The ``messages`` columns :func:`message` reads, in order (:func:`qualified` names them in a join)."""
+STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+"""The ``states`` columns :func:`state` reads, in order."""
+SUMMARY_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
+"""The ``summaries`` columns :func:`summary` reads and :func:`summary_values` gives, in order."""
+
+
+def qualified(columns: str, alias: str) -> str:
+    """``columns`` (comma-separated) each prefixed with a table alias: ``m.id, m.thread_id, ...``."""
+    return ", ".join(f"{alias}.{name.strip()}" for name in columns.split(","))
 
 _PARTS: dict[str, type[Model]] = {
     "text": TextPart,
@@ -93,6 +109,24 @@ def thread(row: Any) -> Thread:
     )
 
 
+def thread_page_sql(placeholder: str, after: bool) -> str:
+    """The query for a page of a resource's threads, newest update first: its parameters are
+    the resource id, then (when ``after``) the cursor's time and thread id, then the page size
+    plus one. ``placeholder`` is the driver's (``?`` or ``%s``)."""
+    p = placeholder
+    keyset = f" AND (updated_us, id) < ({p}, {p})" if after else ""
+    return (f"SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = {p}{keyset}"
+            f" ORDER BY updated_us DESC, id DESC LIMIT {p}")
+
+
+def thread_page(found: Sequence[Any], limit: int) -> ThreadPage:
+    """The page of threads that :func:`thread_page_sql` ``found`` (up to ``limit`` + 1 rows):
+    the first ``limit``, and a cursor when there were more."""
+    threads = [thread(r) for r in found[:limit]]
+    cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
+    return ThreadPage(threads=threads, next_cursor=cursor)
+
+
 def state(row: Any) -> State:
     """A row of ``resource_id, key, value, status, version, updated_us``."""
     resource_id, key, value, status, version, updated_us = row
@@ -104,6 +138,18 @@ def state(row: Any) -> State:
         version=version,
         updated_at=from_micros(updated_us),
     )
+
+
+def thread_values(thread: Thread) -> tuple[Any, ...]:
+    """The values of :data:`THREAD_COLUMNS` for ``thread``, to write."""
+    return (thread.resource_id, thread.id, thread.title, dumps(thread.metadata),
+            to_micros(thread.created_at), to_micros(thread.updated_at))
+
+
+def summary_values(summary: Summary) -> tuple[Any, ...]:
+    """The values of :data:`SUMMARY_COLUMNS` for ``summary``, to write."""
+    return (summary.resource_id, summary.thread_id, summary.text, summary.through_seq,
+            summary.through_message_id, summary.version, to_micros(summary.updated_at))
 
 
 def summary(row: Any) -> Summary:

@@ -73,8 +73,8 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memvault.errors import ConfigurationError, MemvaultError, StoreError
-from memvault.stores.postgres import DEFAULT_CONNECT_TIMEOUT, postgres_options
-from memvault.stores.postgres_db import reason
+from memvault.stores.postgres.db import reason
+from memvault.stores.postgres.store import DEFAULT_CONNECT_TIMEOUT, postgres_options
 from memvault.vectors import validate
 from memvault.vectors.base import Vector, VectorHit, VectorItem
 

@@ -14,10 +14,11 @@ from memvault.errors import ThreadExistsError, ThreadNotFoundError
 from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
 from memvault.stores.base import Deleted
-from memvault.stores.common import changed_thread, encode_cursor, to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.common import changed_thread, to_micros
+from memvault.stores.postgres.db import Conn
 
-COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
+_PAGE = rows.thread_page_sql("%s", after=False)
+_PAGE_AFTER = rows.thread_page_sql("%s", after=True)
 
 
 async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
@@ -31,9 +32,8 @@ async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
 
 async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
     cursor = await conn.execute(
-        f"INSERT INTO threads ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (thread.resource_id, thread.id, thread.title, rows.dumps(thread.metadata),
-         to_micros(thread.created_at), to_micros(thread.updated_at)),
+        f"INSERT INTO threads ({rows.THREAD_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        rows.thread_values(thread),
     )
     if not cursor.rowcount and not exist_ok:
         raise ThreadExistsError(thread.id)
@@ -44,7 +44,7 @@ async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
 
 async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool = False) -> Thread | None:
     cursor = await conn.execute(
-        f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s AND id = %s"
+        f"SELECT {rows.THREAD_COLUMNS} FROM threads WHERE resource_id = %s AND id = %s"
         + (" FOR NO KEY UPDATE" if lock else ""),
         (resource_id, thread_id),
     )
@@ -55,18 +55,9 @@ async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool
 async def list_threads(
     conn: Conn, resource_id: str, limit: int, after: tuple[int, str] | None
 ) -> ThreadPage:
-    query = f"SELECT {COLUMNS} FROM threads WHERE resource_id = %s"
-    args: list[Any] = [resource_id]
-    if after is not None:
-        query += " AND (updated_us, id) < (%s, %s)"
-        args += list(after)
-    cursor = await conn.execute(
-        f"{query} ORDER BY updated_us DESC, id DESC LIMIT %s", (*args, limit + 1)
-    )
-    found = await cursor.fetchall()
-    threads = [rows.thread(r) for r in found[:limit]]
-    next_cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
-    return ThreadPage(threads=threads, next_cursor=next_cursor)
+    query = _PAGE if after is None else _PAGE_AFTER
+    cursor = await conn.execute(query, (resource_id, *(after or ()), limit + 1))
+    return rows.thread_page(await cursor.fetchall(), limit)
 
 
 async def update_thread(conn: Conn, resource_id: str, thread_id: str, title: Any, metadata: Any) -> Thread:

@@ -16,7 +16,7 @@ from memvault.model import State, now
 from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
 from memvault.stores.common import to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 _KEY = "resource_id = %s AND key = %s"
 
@@ -57,11 +57,8 @@ async def update_working_memory(
         # another writer created it since our read: lock it and apply the update to its content
 
 
-_STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
-
-
 async def get_state(conn: Conn, resource_id: str, key: str) -> State | None:
-    cursor = await conn.execute(f"SELECT {_STATE_COLUMNS} FROM states WHERE {_KEY}", (resource_id, key))
+    cursor = await conn.execute(f"SELECT {rows.STATE_COLUMNS} FROM states WHERE {_KEY}", (resource_id, key))
     row = await cursor.fetchone()
     return rows.state(row) if row else None
 
@@ -71,7 +68,7 @@ async def set_state(conn: Conn, state: State, expected_version: int | _Unset | N
     version is that (``None``: no state yet), else nothing and ``None``."""
     values = (state.resource_id, state.key, rows.dumps(state.value), state.status,
               to_micros(state.updated_at))
-    insert = f"INSERT INTO states ({_STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s)"
+    insert = f"INSERT INTO states ({rows.STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s)"
     if isinstance(expected_version, _Unset):
         cursor = await conn.execute(
             f"{insert} ON CONFLICT (resource_id, key) DO UPDATE SET value = excluded.value,"
@@ -92,7 +89,7 @@ async def set_state(conn: Conn, state: State, expected_version: int | _Unset | N
 
 
 async def list_states(conn: Conn, resource_id: str, status: str | None, limit: int) -> list[State]:
-    query = f"SELECT {_STATE_COLUMNS} FROM states WHERE resource_id = %s"
+    query = f"SELECT {rows.STATE_COLUMNS} FROM states WHERE resource_id = %s"
     args: list[Any] = [resource_id]
     if status is not None:
         query += " AND status = %s"

@@ -1,4 +1,4 @@
-"""Transaction bodies of the SQLite store's :class:`~memvault.stores.base.SummaryStore`
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.capabilities.SummaryStore`
 capability. Triggers (migration 4) delete a summary with any message it summarises."""
 
 from __future__ import annotations
@@ -6,21 +6,19 @@ from __future__ import annotations
 import sqlite3
 
 from memvault.model import Summary, now
-from memvault.stores.common import from_micros, to_micros
+from memvault.stores import rows
+from memvault.stores.common import upsert_sql
 
-_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
+UPSERT_SUMMARY = upsert_sql("summaries", rows.SUMMARY_COLUMNS, "resource_id, thread_id", "?")
+"""Write a whole summary row (its values as :func:`memvault.stores.rows.summary_values` gives them)."""
 
 
 def get_summary(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> Summary | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM summaries WHERE resource_id = ? AND thread_id = ?", (resource_id, thread_id)
+        f"SELECT {rows.SUMMARY_COLUMNS} FROM summaries WHERE resource_id = ? AND thread_id = ?",
+        (resource_id, thread_id),
     ).fetchone()
-    if row is None:
-        return None
-    return Summary.model_construct(
-        resource_id=row[0], thread_id=row[1], text=row[2], through_seq=int(row[3]),
-        through_message_id=row[4], version=int(row[5]), updated_at=from_micros(int(row[6])),
-    )
+    return rows.summary(row) if row else None
 
 
 def save_summary(conn: sqlite3.Connection, summary: Summary, expected_version: int | None) -> Summary | None:
@@ -34,14 +32,7 @@ def save_summary(conn: sqlite3.Connection, summary: Summary, expected_version: i
     if through is None or int(through[0]) != summary.through_seq:
         return None
     saved = summary.model_copy(update={"version": (expected_version or 0) + 1, "updated_at": now()})
-    conn.execute(
-        f"INSERT INTO summaries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-        " SET text = excluded.text, through_seq = excluded.through_seq,"
-        " through_message_id = excluded.through_message_id, version = excluded.version,"
-        " updated_us = excluded.updated_us",
-        (saved.resource_id, saved.thread_id, saved.text, saved.through_seq, saved.through_message_id,
-         saved.version, to_micros(saved.updated_at)),
-    )
+    conn.execute(UPSERT_SUMMARY, rows.summary_values(saved))
     return saved
 
 

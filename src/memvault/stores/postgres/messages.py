@@ -15,9 +15,9 @@ from memvault.model import Message, now
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
-from memvault.stores.postgres_db import Conn
-from memvault.stores.postgres_search import COLUMNS
-from memvault.stores.postgres_threads import lock_thread
+from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.search import COLUMNS
+from memvault.stores.postgres.threads import lock_thread
 
 Prepared = tuple[Message, str, str, str]
 """A message to save with its parts JSON, metadata JSON and search document."""

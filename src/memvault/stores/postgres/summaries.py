@@ -1,4 +1,4 @@
-"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.base.SummaryStore`
+"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.capabilities.SummaryStore`
 capability. A summary goes with its thread (``ON DELETE CASCADE``), and triggers (migration 4)
 delete it with any message it summarises, or when such a message's parts change."""
 
@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from memvault.model import Summary, now
 from memvault.stores import rows
-from memvault.stores.common import to_micros
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
-_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
 _THREAD = "resource_id = %s AND thread_id = %s"
 
 
 async def get_summary(conn: Conn, resource_id: str, thread_id: str) -> Summary | None:
-    cursor = await conn.execute(f"SELECT {_COLUMNS} FROM summaries WHERE {_THREAD}", (resource_id, thread_id))
+    cursor = await conn.execute(
+        f"SELECT {rows.SUMMARY_COLUMNS} FROM summaries WHERE {_THREAD}", (resource_id, thread_id)
+    )
     row = await cursor.fetchone()
     return rows.summary(row) if row else None
 
@@ -34,11 +34,11 @@ async def save_summary(conn: Conn, summary: Summary, expected_version: int | Non
     if through is None or int(through[0]) != summary.through_seq:
         return None
     saved = summary.model_copy(update={"version": (expected_version or 0) + 1, "updated_at": now()})
-    values = (*key, saved.text, saved.through_seq, saved.through_message_id, saved.version,
-              to_micros(saved.updated_at))
+    values = rows.summary_values(saved)
     if expected_version is None:
         cursor = await conn.execute(
-            f"INSERT INTO summaries ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            f"INSERT INTO summaries ({rows.SUMMARY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT DO NOTHING",
             values,
         )
     else:

@@ -12,7 +12,7 @@ Layout, and what keeps derived data right whoever writes the tables:
 - ``threads`` carries ``next_seq``, the thread's next message ``seq``: writers reserve seqs by
   updating it while they hold the thread row's lock, so seqs are total and gap-free.
 - ``messages`` has a ``pk`` identity column (the embedding cursor) and ``search``, a
-  ``tsvector`` (``simple`` configuration, see :mod:`~.postgres_search`) under a GIN index.
+  ``tsvector`` (``simple`` configuration, see :mod:`~.search`) under a GIN index.
   Messages belong to their thread (``ON DELETE CASCADE``).
 - ``message_vectors`` (float32 ``bytea``, keyed by the message's ``pk``) go with their message
   (``ON DELETE CASCADE``) and a trigger drops one when the message's parts change.
@@ -28,7 +28,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from memvault.errors import SchemaVersionError
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: threads and messages, with full-text search

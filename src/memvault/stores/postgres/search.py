@@ -24,9 +24,9 @@ from typing import Any
 from memvault.model import Message, SearchHit
 from memvault.rules.lexical import index_text, query_groups, stem, tokens
 from memvault.stores import rows
-from memvault.stores.postgres_db import Conn
+from memvault.stores.postgres.db import Conn
 
-COLUMNS = "m.id, m.thread_id, m.resource_id, m.seq, m.role, m.parts, m.metadata, m.created_us"
+COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
 REBUILD_BATCH = 500
 MAX_LEXEME_BYTES = 2047

@@ -1,4 +1,4 @@
-"""Transaction bodies of the SQLite store's :class:`~memvault.stores.base.EmbeddingStore`
+"""Transaction bodies of the SQLite store's :class:`~memvault.stores.capabilities.EmbeddingStore`
 capability: message vectors as float32 BLOBs keyed by the message's rowid (the cursor)."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from memvault.errors import ConfigurationError
 from memvault.model import Message
 from memvault.stores import rows
 from memvault.stores.common import embedding_mismatch
-
-_COLUMNS = "m.id, m.thread_id, m.resource_id, m.seq, m.role, m.parts, m.metadata, m.created_us"
+from memvault.stores.sqlite.search import COLUMNS
 
 
 def embedding_model(conn: sqlite3.Connection) -> tuple[str, int] | None:
@@ -58,7 +57,7 @@ def unembedded_messages(
     return [
         (int(r[0]), rows.message(r[1:]))
         for r in conn.execute(
-            f"SELECT m.rowid, {_COLUMNS} FROM messages AS m WHERE m.rowid > ? AND NOT EXISTS"
+            f"SELECT m.rowid, {COLUMNS} FROM messages AS m WHERE m.rowid > ? AND NOT EXISTS"
             " (SELECT 1 FROM message_vectors AS v WHERE v.message_rowid = m.rowid)"
             " ORDER BY m.rowid LIMIT ?",
             (after, limit),

@@ -13,9 +13,9 @@ Open it with a URL (``open_store`` / ``Memory.open``)::
   driver unchanged. ``postgres://`` works too.
 
 Opening applies the schema's missing migrations under an advisory lock
-(:mod:`~.postgres_schema`), so any number of processes may open a new schema at once. Every
+(:mod:`~.schema`), so any number of processes may open a new schema at once. Every
 write is one transaction; a deadlock or serialization failure is retried, and a server that
-cannot be reached raises :class:`~memvault.errors.StoreError` naming it (:mod:`~.postgres_db`).
+cannot be reached raises :class:`~memvault.errors.StoreError` naming it (:mod:`~.db`).
 Semantics are those of :class:`~memvault.stores.base.Store`; how each capability keeps them
 with concurrent writers is in the modules of its transaction bodies.
 """
@@ -30,18 +30,18 @@ import psycopg
 
 from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
-from memvault.stores import postgres_export as _export
-from memvault.stores import postgres_messages as _messages
-from memvault.stores import postgres_records as _records
-from memvault.stores import postgres_search as _search
-from memvault.stores import postgres_summaries as _summaries
-from memvault.stores import postgres_threads as _threads
-from memvault.stores import postgres_vectors as _vectors
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.common import check_limit, check_query, decode_cursor
-from memvault.stores.postgres_db import Database, reason, set_search_path
-from memvault.stores.postgres_schema import migrate
+from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.postgres import export as _export
+from memvault.stores.postgres import messages as _messages
+from memvault.stores.postgres import records as _records
+from memvault.stores.postgres import search as _search
+from memvault.stores.postgres import summaries as _summaries
+from memvault.stores.postgres import threads as _threads
+from memvault.stores.postgres import vectors as _vectors
+from memvault.stores.postgres.db import Database, reason, set_search_path
+from memvault.stores.postgres.schema import migrate
 
 _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -108,10 +108,7 @@ class PostgresStore:
             return []
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), _search.document(m)) for m in messages]
         seqs = await self._db.write(_messages.save_messages, resource_id, thread_id, prepared)
-        return [
-            m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
-            for m, seq in zip(messages, seqs, strict=True)
-        ]
+        return saved_messages(messages, resource_id, thread_id, seqs)
 
     async def get_messages(
         self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES

@@ -1,4 +1,4 @@
-"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.base.EmbeddingStore`
+"""Transaction bodies of the PostgreSQL store's :class:`~memvault.stores.capabilities.EmbeddingStore`
 capability: message vectors as float32 ``bytea`` keyed by the message's ``pk`` (the cursor: an
 identity column, so it grows with each message first stored and is never reused). A vector
 goes with its message (``ON DELETE CASCADE``) and when its parts change (a trigger)."""
@@ -11,8 +11,8 @@ from memvault.errors import ConfigurationError
 from memvault.model import Message
 from memvault.stores import rows
 from memvault.stores.common import embedding_mismatch
-from memvault.stores.postgres_db import Conn
-from memvault.stores.postgres_search import COLUMNS
+from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.search import COLUMNS
 
 
 async def embedding_model(conn: Conn) -> tuple[str, int] | None:

@@ -1,0 +1,258 @@
+"""The SQLite store: one file, the embedded default.
+
+- WAL journal, so readers never wait for the writer; every write is one ``BEGIN IMMEDIATE``
+  transaction, so several processes writing one file serialise cleanly instead of failing.
+  A busy database is waited for (``busy_timeout``, default 60 s) and a transaction that still
+  meets a lock is retried whole; "database is locked" never reaches the caller before then.
+- ``durability="normal"`` (the default): a committed write survives the process being killed at
+  any point; a power cut may lose the last few commits but never corrupts the file.
+  ``durability="full"`` also survives a power cut (an fsync per commit, several times slower).
+  In a URL: ``sqlite:///path.db?durability=full``.
+- Full-text indexing is off the write path: new messages are indexed in batches, and always
+  before a search runs, so search sees every saved message (:mod:`~.schema`).
+- Calls run on one worker thread per store, so the event loop never blocks on the disk, and
+  concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite.worker`). The
+  one exception is the hot, small read of a history window (at most ``SMALL_READ`` newest or
+  oldest messages): it runs on the caller's thread, since a WAL read never waits for writers.
+
+The class is thin: its transaction bodies are plain functions of a connection, one module per
+capability (:mod:`~.threads`, :mod:`~.messages`, :mod:`~.records`, :mod:`~.search`,
+:mod:`~.summaries`, :mod:`~.vectors`, :mod:`~.export`), as in the PostgreSQL store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from memvault.errors import ConfigurationError
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.rules.lexical import index_text, query_groups
+from memvault.stores import rows
+from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.sqlite import export as _export
+from memvault.stores.sqlite import messages as _messages
+from memvault.stores.sqlite import records as _records
+from memvault.stores.sqlite import search as _search
+from memvault.stores.sqlite import summaries as _summaries
+from memvault.stores.sqlite import threads as _threads
+from memvault.stores.sqlite import vectors as _vectors
+from memvault.stores.sqlite.schema import index_pending, migrate, rebuild_search_index, unindexed
+from memvault.stores.sqlite.worker import SqliteWorker
+
+Durability = Literal["normal", "full"]
+SMALL_READ = 200
+"""A read of at most this many newest or oldest messages (a history window) runs on the caller's
+thread (:meth:`SqliteWorker.read_small`)."""
+INDEX_BATCH = 512
+"""New messages are full-text indexed in batches of about this many (and before any search)."""
+
+
+class SqliteStore:
+    """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`."""
+
+    def __init__(
+        self, path: str | Path, *, durability: Durability = "normal", busy_timeout: float = 60.0
+    ) -> None:
+        if durability not in ("normal", "full"):
+            raise ConfigurationError(f"durability must be 'normal' or 'full', got {durability!r}")
+        self.path = Path(path)
+        self.durability = durability
+        self._worker = SqliteWorker(
+            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout
+        )
+        self._write = self._worker.write
+        self._read = self._worker.read
+        self._unindexed = 0  # messages this store saved since it last asked for indexing
+
+    @classmethod
+    async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
+        """Open (creating the file and its missing parent folders) and migrate the schema."""
+        store = cls(path, **options)
+        try:
+            await store._worker.start(migrate)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        """Index what is pending, then close the connection; closing twice is harmless."""
+        if self._unindexed and not self._worker.closed:
+            await self.index_pending()
+        await self._worker.close()
+
+    async def index_pending(self) -> int:
+        """Index the messages that full-text search has not indexed yet (from any process);
+        returns how many. Search does this by itself; it is public for tools and tests."""
+        self._unindexed = 0
+        return await self._write(index_pending)
+
+    # threads
+
+    async def create_thread(self, thread: Thread, *, exist_ok: bool = False) -> Thread:
+        return await self._write(_threads.create_thread, thread, exist_ok)
+
+    async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
+        return await self._read(_threads.get_thread, resource_id, thread_id)
+
+    async def list_threads(
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> ThreadPage:
+        check_limit(limit)
+        after = decode_cursor(cursor) if cursor is not None else None
+        return await self._read(_threads.list_threads, resource_id, limit, after)
+
+    async def update_thread(
+        self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
+    ) -> Thread:
+        return await self._write(_threads.update_thread, resource_id, thread_id, title, metadata)
+
+    async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
+        return await self._write(_threads.delete_thread, resource_id, thread_id)
+
+    # messages
+
+    async def save_messages(
+        self, resource_id: str, thread_id: str, messages: Sequence[Message]
+    ) -> list[Message]:
+        prepared = [(m, m.parts_json(), rows.dumps(m.metadata), index_text(m)) for m in messages]
+        seqs = await self._write(_messages.save_messages, resource_id, thread_id, prepared)
+        self._unindexed += len(prepared)
+        if self._unindexed >= INDEX_BATCH:
+            self._unindexed = 0
+            self._worker.write_later(index_pending)
+        return saved_messages(messages, resource_id, thread_id, seqs)
+
+    async def get_messages(
+        self, resource_id: str, thread_id: str, query: MessageQuery = ALL_MESSAGES
+    ) -> list[Message]:
+        check_query(query)
+        if query.ids is not None and len(query.ids) * (2 * query.message_range + 1) <= SMALL_READ:
+            return await self._worker.read_small(
+                _messages.get_messages, resource_id, thread_id, query, snapshot=True
+            )
+        if query.ids is not None or query.before is not None or query.after is not None:
+            return await self._read(_messages.get_messages, resource_id, thread_id, query)
+        small = min(n for n in (query.last_n, query.first_n, SMALL_READ + 1) if n is not None)
+        read = self._worker.read_small if small <= SMALL_READ else self._worker.read_one
+        return await read(_messages.get_messages, resource_id, thread_id, query)
+
+    async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
+        return await self._write(_messages.delete_messages, resource_id, thread_id, list(ids))
+
+    async def clear_thread(self, resource_id: str, thread_id: str) -> int:
+        return await self._write(_messages.clear_thread, resource_id, thread_id)
+
+    async def delete_resource(self, resource_id: str) -> Deleted:
+        return await self._write(_threads.delete_resource, resource_id)
+
+    async def search_messages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        groups = query_groups(query)
+        if not groups:
+            return []
+        if await self._worker.read_one(unindexed):
+            await self.index_pending()
+        return await self._read(_search.search, resource_id, groups, thread_id, limit)
+
+    async def rebuild_search_index(self) -> int:
+        self._unindexed = 0
+        return await self._write(rebuild_search_index)
+
+    # working memory
+
+    async def get_working_memory(self, resource_id: str, key: str) -> str | None:
+        return await self._read(_records.get_working_memory, resource_id, key)
+
+    async def update_working_memory(
+        self, resource_id: str, key: str, update: WorkingMemoryUpdate
+    ) -> str | None:
+        return await self._write(_records.update_working_memory, resource_id, key, update)
+
+    # states
+
+    async def get_state(self, resource_id: str, key: str) -> State | None:
+        return await self._read(_records.get_state, resource_id, key)
+
+    async def set_state(
+        self,
+        resource_id: str,
+        key: str,
+        value: Any,
+        *,
+        status: str | None = None,
+        expected_version: int | _Unset | None = UNSET,
+    ) -> State | None:
+        state = State(resource_id=resource_id, key=key, value=value, status=status)
+        return await self._write(_records.set_state, state, expected_version)
+
+    async def list_states(
+        self, resource_id: str, *, status: str | None = None, limit: int = 100
+    ) -> list[State]:
+        check_limit(limit)
+        return await self._read(_records.list_states, resource_id, status, limit)
+
+    async def delete_state(self, resource_id: str, key: str) -> bool:
+        return await self._write(_records.delete_state, resource_id, key)
+
+    # summaries
+
+    async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
+        return await self._read(_summaries.get_summary, resource_id, thread_id)
+
+    async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
+        return await self._write(_summaries.save_summary, summary, expected_version)
+
+    async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
+        return await self._write(_summaries.delete_summary, resource_id, thread_id)
+
+    # embeddings
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        return await self._worker.read_one(_vectors.embedding_model)
+
+    async def save_embeddings(
+        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+    ) -> int:
+        return await self._write(_vectors.save_embeddings, model, dimensions, list(rows))
+
+    async def load_embeddings(
+        self, *, after: int = 0, limit: int = 10_000
+    ) -> list[tuple[int, str, str, str, bytes]]:
+        return await self._read(_vectors.load_embeddings, after, limit)
+
+    async def unembedded_messages(
+        self, *, after: int = 0, limit: int = 500
+    ) -> list[tuple[int, Message]]:
+        return await self._read(_vectors.unembedded_messages, after, limit)
+
+    async def clear_embeddings(self) -> int:
+        return await self._write(_vectors.clear_embeddings)
+
+    # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
+
+    async def resource_ids(self) -> list[str]:
+        return await self._read(_export.resource_ids)
+
+    async def record_counts(self, resource_id: str) -> dict[str, int]:
+        return await self._read(_export.record_counts, resource_id)
+
+    async def working_memory_keys(self, resource_id: str) -> list[str]:
+        return await self._read(_export.working_memory_keys, resource_id)
+
+    async def state_keys(self, resource_id: str) -> list[str]:
+        return await self._read(_export.state_keys, resource_id)
+
+    async def restore_thread(self, thread: Thread) -> None:
+        await self._write(_export.restore_thread, thread)
+
+    async def restore_state(self, state: State) -> None:
+        await self._write(_export.restore_state, state)
+
+    async def restore_summary(self, summary: Summary) -> None:
+        await self._write(_export.restore_summary, summary)
