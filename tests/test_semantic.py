@@ -91,7 +91,7 @@ async def test_another_model_is_refused_until_reindex(tmp_path: Path) -> None:
         await Memory.open(url, embedder=embedder(Concepts(), model="test/other"))
     # reindex with the new model: a Memory over the same file, vectors dropped and rebuilt
     plain = await Memory.open(url)
-    await plain.store.clear_embeddings()  # what `memvault reindex` does first
+    await plain.clear_embeddings()  # what `memvault reindex` does first
     await plain.close()
     other = Concepts()
     memory = await Memory.open(url, embedder=embedder(other, model="test/other"))

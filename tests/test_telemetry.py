@@ -25,7 +25,7 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     process, so the tracer memvault uses is pointed at this provider for the test)."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
-    monkeypatch.setattr(telemetry, "_tracer", provider.get_tracer("memvault"))
+    monkeypatch.setattr(telemetry, "_tracers", [provider.get_tracer("memvault")])
     EXPORTER.clear()
     yield EXPORTER
     EXPORTER.clear()

@@ -17,9 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from memvault.errors import MessageTooLargeError, NotFoundError, ThreadExistsError, ValidationError
+from memvault.errors import (
+    MessageTooLargeError,
+    NotFoundError,
+    ThreadExistsError,
+    ValidationError,
+)
+from memvault.extras import import_optional
 from memvault.model import (
     Message,
     SearchHit,
@@ -35,19 +41,21 @@ from memvault.model import (
 from memvault.options import MemoryOptions
 from memvault.recall import RecallOptions, RecallReader, RecallResult
 from memvault.recall import recall as recall_messages
-from memvault.recall.semantic import SemanticIndex
 from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
-from memvault.rules.lexical import searchable_query
+from memvault.rules.words import searchable_query
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
 from memvault.stores.capabilities import (
+    TurnRead,
     require_complete,
     require_embeddings,
     require_export,
     require_full_text,
     require_states,
     require_summaries,
+    supports_batch_reads,
+    supports_summaries,
 )
 from memvault.telemetry import traced
 from memvault.transfer import jsonl
@@ -55,6 +63,9 @@ from memvault.transfer.copier import messages_of
 from memvault.transfer.reserved import RESERVED_RESOURCES
 from memvault.transfer.stats import resource_stats
 from memvault.vectors.base import VectorIndex
+
+if TYPE_CHECKING:
+    from memvault.recall.semantic import SemanticIndex
 
 
 class Memory:
@@ -80,7 +91,9 @@ class Memory:
         if embedder is not None:
             from memvault.embeddings import resolve_embedder
 
-            self.semantic = SemanticIndex(require_embeddings(store), resolve_embedder(embedder), vector_index)
+            resolved = resolve_embedder(embedder)
+            self.semantic = _semantic_index(require_embeddings(store), resolved, vector_index,
+                                            self.options.recall.author_key)
 
     @classmethod
     async def open(
@@ -420,6 +433,21 @@ class Memory:
         Returns how many vectors were deleted. Needs a store that keeps vectors."""
         return await require_embeddings(self.store).clear_embeddings()
 
+    @traced("read_turn")
+    async def read_turn(self, *, thread_id: str, resource_id: str, last_n: int) -> TurnRead:
+        """What a turn reads before the model runs: the thread's newest ``last_n`` messages, its
+        summary and the working-memory note (of ``options.working_memory.scope``), in one store
+        call when the store has :class:`~memvault.stores.capabilities.BatchReads` (else three)."""
+        resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        key = self._working_memory_key(thread_id, None)
+        if supports_batch_reads(self.store):
+            return await self.store.read_turn(resource_id, thread_id, last_n=last_n, note_key=key)
+        messages = await self.store.get_messages(resource_id, thread_id, MessageQuery(last_n=last_n))
+        summary = None
+        if supports_summaries(self.store):
+            summary = await self.store.get_summary(resource_id, thread_id)
+        return TurnRead(messages, summary, await self.store.get_working_memory(resource_id, key))
+
     # summaries
 
     @traced("get_summary")
@@ -569,3 +597,15 @@ def _json(value: Any) -> Any:
         return check_json(value)
     except ValueError as exc:
         raise ValidationError(f"state value: {exc}") from None
+
+
+def _semantic_index(
+    store: Any, embedder: Any, vector_index: VectorIndex | None, author_key: str
+) -> SemanticIndex:
+    """The semantic index (loaded only with an embedder: it needs numpy, which the embedder
+    extras install). Messages are embedded at save time with their author's name under
+    ``author_key`` (``MemoryOptions.recall.author_key``), the key lexical recall reads too."""
+    semantic = import_optional("memvault.recall.semantic", "recall by meaning (an embedder)", "embeddings",
+                               needs=("numpy",))
+    index: SemanticIndex = semantic.SemanticIndex(store, embedder, vector_index, author_key=author_key)
+    return index

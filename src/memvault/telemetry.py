@@ -25,15 +25,22 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeAlias, TypeVar
 
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
-
 P = ParamSpec("P")
 R = TypeVar("R")
 Operation: TypeAlias = Callable[P, Coroutine[Any, Any, R]]
 
 logger = logging.getLogger("memvault")
-_tracer = trace.get_tracer("memvault")
+_tracers: list[Any] = []
+
+
+def _tracer() -> Any:
+    """memvault's tracer, made on the first traced call (so importing memvault loads no
+    OpenTelemetry): a proxy that follows the provider the application installs, even later."""
+    if not _tracers:
+        from opentelemetry import trace
+
+        _tracers.append(trace.get_tracer("memvault"))
+    return _tracers[0]
 _IDS = ("resource_id", "thread_id")
 
 
@@ -44,7 +51,7 @@ def traced(operation: str) -> Callable[[Operation[P, R]], Operation[P, R]]:
     def wrap(function: Operation[P, R]) -> Operation[P, R]:
         @functools.wraps(function)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            with _tracer.start_as_current_span(f"memvault.{operation}",
+            with _tracer().start_as_current_span(f"memvault.{operation}",
                                                record_exception=False, set_status_on_exception=False) as span:
                 recording = span.is_recording()
                 if recording:
@@ -64,7 +71,7 @@ def traced(operation: str) -> Callable[[Operation[P, R]], Operation[P, R]]:
                     if recording:
                         span.set_attribute("memvault.duration_ms", elapsed)
                         span.record_exception(error)
-                        span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                        span.set_status(_error_status(error))
                     logger.debug("%s failed after %.2f ms: %r", operation, elapsed, error)
                     raise
                 elapsed = 1000.0 * (time.perf_counter() - started)
@@ -81,13 +88,10 @@ def traced(operation: str) -> Callable[[Operation[P, R]], Operation[P, R]]:
     return wrap
 
 
-def span(operation: str, **attributes: str | int | float | bool) -> Any:
-    """A ``memvault.<operation>`` span as a context manager, for code that is not one call
-    (``with span("summarize", thread_id=...) as s: s.set_attribute(...)``)."""
-    return _tracer.start_as_current_span(
-        f"memvault.{operation}",
-        attributes={"memvault.operation": operation, **{f"memvault.{k}": v for k, v in attributes.items()}},
-    )
+def _error_status(error: Exception) -> Any:
+    from opentelemetry.trace import Status, StatusCode
+
+    return Status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
 def _count(result: Any) -> int | None:

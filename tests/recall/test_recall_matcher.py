@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memvault.recall.lexical import _count, _TermMatcher, query_terms
-from memvault.rules.lexical import tokens
+from memvault.rules.words import tokens
 
 WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
          "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",

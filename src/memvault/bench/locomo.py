@@ -63,8 +63,8 @@ from typing import Any
 from memvault import Memory, Message
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
-from memvault.rules.lexical import tokens as lexical_tokens
 from memvault.rules.tokens import estimate_tokens
+from memvault.rules.words import tokens as lexical_tokens
 
 TARGETS: dict[str, float] = {"recall@5": 65.0, "recall@10": 75.0}
 """Lower bounds for the lexical-only default (no embedder), in percent."""

@@ -11,7 +11,7 @@ Three systems run side by side in one process, on one workload, each on its own 
   reused, one ``add_items([user, assistant])`` per turn.
 - **floor**: raw ``sqlite3`` on memvault's own schema (``sqlite.schema.migrate``) and pragmas
   (WAL, ``synchronous=NORMAL``), writing the same rows (threads row, messages with ``seq``
-  computed in Python, the FTS body folded by the same ``memvault.rules.lexical`` functions and
+  computed in Python, the FTS body folded by the same ``memvault.rules.words`` functions and
   indexed in batches of 512 as memvault does) with ``executemany`` in one
   transaction per turn: the same unit of durability as ``save_messages``. As extra
   information, the same rows in one single transaction (``floor_bulk``).
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memvault import Memory, Message
-from memvault.rules.lexical import fold, split_cjk
+from memvault.rules.words import fold, split_cjk
 from memvault.stores.sqlite.schema import index_pending, migrate
 from memvault.stores.sqlite.store import INDEX_BATCH
 

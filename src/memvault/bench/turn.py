@@ -1,6 +1,6 @@
 """``memvault bench turn``: what the turn helper feeds the model, and what assembling it costs.
 
-**Replay** (``replay``): one LoCoMo conversation goes through ``memory.turn`` turn by turn, as an
+**Replay** (``replay``): one LoCoMo conversation goes through runtime turns (``Turn``) one by one, as an
 agent would live it: one thread per session, the first speaker as the user, the other's turns as
 the assistant's output (added whole, with their ``dia_id``), on a fresh SQLite file with the
 library's defaults (no embedder unless given). For every user turn it records the tokens the
@@ -10,7 +10,7 @@ the resource, counted the same way: what a "feed everything" agent would send).
 Then the questions: after each session, the questions whose evidence turns are all said by then
 (and were not asked yet) are asked in the thread of that session; at the end, all of them are
 asked again in a new thread (a user coming back later). For each, the context the turn helper
-would assemble for it (:func:`memvault.runtime.context.assemble`, the same call ``memory.turn`` makes) is
+would assemble for it (:func:`memvault.runtime.context.assemble`, the same call a turn makes) is
 checked for the evidence turns: in the history window or among the recalled messages. Reported
 as evidence recall (the mean share of a question's evidence turns that are fed).
 

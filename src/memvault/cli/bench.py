@@ -260,7 +260,7 @@ def recall(
 def turn(
     data: Annotated[Path | None, typer.Option(
         "--data", exists=True, dir_okay=False, readable=True,
-        help="A LoCoMo JSON file: replay one conversation through memory.turn.")] = None,
+        help="A LoCoMo JSON file: replay one conversation through runtime turns.")] = None,
     conversation: Annotated[int, typer.Option(help="Which conversation of --data (index).")] = 2,
     max_tokens: Annotated[int, typer.Option(min=1, help="The context budget (ContextOptions).")] = 16_000,
     embedder: Annotated[str | None, typer.Option(
@@ -289,3 +289,28 @@ def turn(
             result["assembly"] = bench_turn.assembly(messages=messages, queries=queries, text=text,
                                                      progress=say)
     typer.echo(json.dumps(result, indent=2))
+
+
+@app.command("import")
+def import_time(
+    runs: Annotated[int, typer.Option(min=1, help="Fresh interpreters per statement (medians).")] = 7,
+) -> None:
+    """What importing memvault costs: ``python -X importtime`` in fresh interpreters, memvault's
+    own modules and the whole import, and which heavy packages were loaded (none should be).
+    Prints JSON."""
+    from memvault.bench import imports
+
+    typer.echo(json.dumps(imports.run(runs=runs), indent=2))
+
+
+@app.command("calls")
+def calls(
+    db: Annotated[list[str] | None, typer.Option(
+        "--db", help="A store URL to count on (repeatable; default: memory:// and a temporary "
+                     "SQLite file). Use an empty store: the workload writes a resource 'ada'.")] = None,
+) -> None:
+    """How many store calls a turn with recall on makes before the model runs, per store.
+    Prints JSON."""
+    from memvault.bench import calls as bench_calls
+
+    typer.echo(json.dumps(bench_calls.run(db or []), indent=2))

@@ -40,7 +40,7 @@ def demo(
     console.rule("what the model was fed in the new thread")
     console.print(
         "Working memory and a message recalled from the first conversation reach the model"
-        " in a thread it has never seen (OpenAI chat messages, assembled by memory.turn):"
+        " in a thread it has never seen (OpenAI chat messages, assembled by a runtime turn):"
     )
     for item in last.model_input:
         body = item.get("content") or json.dumps(item.get("tool_calls"), indent=2)

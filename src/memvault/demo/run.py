@@ -1,7 +1,7 @@
 """The offline demo: a scripted stand-in model teaches memvault some facts in one conversation,
 and a later conversation in a new thread gets them back through working memory and recall.
 
-Everything goes through the public API and the agent runtime (``memory.turn``), on the
+Everything goes through the public API and the agent runtime (``Runtime.turn``), on the
 embedded default store (a SQLite file). The "model" is :class:`memvault.llm.ScriptedModel`:
 its answers are written below, but what it is *fed* is real: each turn's input is assembled by
 memvault, and its tool calls run against the memory.

@@ -28,7 +28,7 @@ from memvault.model import Message, SearchHit
 from memvault.recall.dates import DateSpan, query_dates
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
-from memvault.rules.lexical import (
+from memvault.rules.words import (
     ASCII_WORD,
     STOP_WORDS,
     fold,
@@ -83,7 +83,7 @@ def _count(term: tuple[str, ...], toks: Sequence[str], words: Counter[str]) -> i
 
 class _TermMatcher:
     """Counts the query's terms in a text, and the text's length in tokens, as
-    :func:`memvault.rules.lexical.tokens` would, but stems only the words that may be one of the
+    :func:`memvault.rules.words.tokens` would, but stems only the words that may be one of the
     terms: a word's Porter stem without its last letter is a prefix of the word (checked on
     97,000 English and code words), so only words starting with such a prefix are stemmed."""
 

@@ -70,6 +70,8 @@ class RecallOptions:
     - ``author_boost`` (default 0.2): a message whose author's name is named in the query
       scores ``* (1 + author_boost)``. The name is ``message.metadata[author_key]``
       (``author_key="name"``, where the OpenAI chat format's ``name`` lands). ``0`` turns it off.
+      ``author_key`` is also the name embedded with each message when there is an embedder;
+      messages are embedded when saved, with the key of ``MemoryOptions.recall``.
     - ``author_in_context`` (default ``True``): the author's name also counts as a word of the
       message's context document ("Ana: I started cello lessons").
     - ``date_boost`` (default 0.5): when the query names a date ("on 8 May 2023", "in June

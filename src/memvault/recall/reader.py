@@ -25,10 +25,10 @@ from typing import Literal
 from memvault.errors import ValidationError
 from memvault.model import Message, SearchHit, note_key, valid_id
 from memvault.rules import history as history_window
-from memvault.rules.lexical import searchable_query
 from memvault.rules.tokens import TokenCounter, estimate_tokens
+from memvault.rules.words import searchable_query
 from memvault.stores.base import MessageQuery, Store
-from memvault.stores.capabilities import supports_full_text
+from memvault.stores.capabilities import supports_batch_reads, supports_full_text
 
 NoteScope = Literal["resource", "thread"]
 
@@ -138,19 +138,25 @@ class RecallReader:
 
     async def around(self, ids: Mapping[str, Sequence[str]], message_range: int) -> dict[str, list[Message]]:
         """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each
-        side, in thread order (runs with gaps between them), as ``get_messages`` gives them: one
-        store call per thread whose ids were not all read before, concurrently."""
+        side, in thread order (runs with gaps between them), as ``get_messages`` gives them. The
+        threads whose ids were not all read before are read in one store call (a store with
+        :class:`~memvault.stores.capabilities.BatchReads`), else one call per thread, concurrently."""
         wanted = {name: list(dict.fromkeys(found)) for name, found in ids.items() if found}
         missing = {name: found for name, found in wanted.items()
                    if not all(self._thread(name).covers(i, message_range) for i in found)}
-        reads = await asyncio.gather(*(
-            self.store.get_messages(self.resource_id, name,
-                                    MessageQuery(ids=found, message_range=message_range))
-            for name, found in missing.items()
-        ))
-        self.calls += len(missing)
-        for (name, found), read in zip(missing.items(), reads, strict=True):
-            self._thread(name).add(read, set(found), message_range)
+        if len(missing) > 1 and supports_batch_reads(self.store):
+            self.calls += 1
+            read = await self.store.read_around(self.resource_id, missing, message_range)
+            reads = [read.get(name, []) for name in missing]
+        else:
+            self.calls += len(missing)
+            reads = await asyncio.gather(*(
+                self.store.get_messages(self.resource_id, name,
+                                        MessageQuery(ids=found, message_range=message_range))
+                for name, found in missing.items()
+            ))
+        for (name, found), found_read in zip(missing.items(), reads, strict=True):
+            self._thread(name).add(found_read, set(found), message_range)
         return {name: self._thread(name).around(found, message_range) for name, found in wanted.items()}
 
     async def note(self, thread_id: str | None) -> str | None:

@@ -49,15 +49,17 @@ def vector_id(resource_id: str, thread_id: str, message_id: str) -> str:
     return f"msg:{resource_id}:{thread_id}:{message_id}"
 
 
-def embedding_text(message: Message) -> str:
+def embedding_text(message: Message, author_key: str = "name") -> str:
     """What is embedded for a message: its text parts and its tool results' text, prefixed by
-    its author's name when ``metadata["name"]`` has one ("Ana: I started cello lessons"), since
-    questions name people (measured on LoCoMo: +12.6 recall@5 for vectors alone)."""
+    its author's name when ``metadata[author_key]`` has one ("Ana: I started cello lessons"),
+    since questions name people (measured on LoCoMo: +12.6 recall@5 for vectors alone).
+    ``author_key`` is :attr:`memvault.recall.RecallOptions.author_key`, the one source of the
+    author's name for words and vectors."""
     chunks = [p.text for p in message.parts if isinstance(p, TextPart)]
     chunks += [p.output for p in message.parts
                if isinstance(p, ToolResultPart) and isinstance(p.output, str)]
     text = "\n".join(c for c in chunks if c.strip())
-    name = message.metadata.get("name")
+    name = message.metadata.get(author_key)
     return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
 
 
@@ -79,6 +81,7 @@ class SemanticIndex:
         *,
         batch_size: int = 100,
         query_timeout: float | None = 10.0,
+        author_key: str = "name",
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -86,6 +89,7 @@ class SemanticIndex:
         self._given_index = index
         self.batch_size = batch_size
         self.query_timeout = query_timeout
+        self.author_key = author_key
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
         self._queue: list[Message] = []
@@ -161,7 +165,7 @@ class SemanticIndex:
                 )
 
     async def _embed(self, messages: Sequence[Message]) -> int:
-        texts = [embedding_text(m) for m in messages]
+        texts = [embedding_text(m, self.author_key) for m in messages]
         wanted = [i for i, text in enumerate(texts) if text]
         vectors = await self.embedder.embed([texts[i] for i in wanted]) if wanted else None
         blobs = [b""] * len(messages)

@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
 import pydantic
 
 from memvault.errors import ValidationError
@@ -52,6 +51,8 @@ class WorkingMemoryOptions:
         if self.template is not None and self.schema is not None:
             raise ValidationError("give a Markdown template or a JSON schema, not both")
         if isinstance(self.schema, dict):
+            import jsonschema  # loaded only for a note with a JSON Schema
+
             try:
                 jsonschema.Draft202012Validator.check_schema(self.schema)
             except jsonschema.SchemaError as exc:
@@ -162,6 +163,8 @@ def apply(options: WorkingMemoryOptions, current: str | None, update: Any, mode:
 def validate(options: WorkingMemoryOptions, value: Any) -> None:
     """Check a JSON note against the schema (pydantic model or JSON Schema)."""
     if isinstance(options.schema, dict):
+        import jsonschema
+
         errors = sorted(
             jsonschema.Draft202012Validator(options.schema).iter_errors(value), key=str
         )

@@ -33,6 +33,7 @@ from memvault.rules import working_memory as wm
 from memvault.rules.history import window
 from memvault.rules.tokens import MESSAGE_OVERHEAD, TokenCounter, message_tokens
 from memvault.runtime.summaries import transcript
+from memvault.stores.base import UNSET, _Unset
 
 SUMMARY_MARKER = "Summary of the earlier part of this conversation"
 RECALL_MARKER = (
@@ -89,15 +90,17 @@ async def assemble(
     query: str,
     options: ContextOptions | None = None,
     reader: RecallReader | None = None,
+    summary: Summary | _Unset | None = UNSET,
 ) -> Context:
     """The context for a turn of ``thread_id`` whose user message is ``query`` (already saved,
     so it is the last message of the history). ``reader`` (default
     :meth:`memvault.Memory.recall_reader`) reads the window, the note and what recall needs;
-    the note is read once."""
+    the note is read once. ``summary``: the thread's summary when the caller already read it."""
     options = options or ContextOptions()
     reader = reader or memory.recall_reader(resource_id)
     count = functools.lru_cache(maxsize=None)(memory.options.token_counter)  # texts repeat below
-    summary = await memory.get_summary(thread_id=thread_id, resource_id=resource_id)
+    if isinstance(summary, _Unset):
+        summary = await memory.get_summary(thread_id=thread_id, resource_id=resource_id)
     system = options.instructions
     note = None
     if options.working_memory:

@@ -31,9 +31,11 @@ and a summary when the thread has grown past ``trigger_tokens``, run by the turn
 :attr:`Turn.tasks`): ``await turn.tasks.flush()`` waits for them. A failing title or summary is
 logged; it never fails the turn.
 
-**Reads.** Entering reads the thread's newest messages once (for a retry and the history
-window), saves the user's message, then reads the summary, the note (once) and what recall
-needs through one :class:`~memvault.recall.RecallReader`.
+**Reads.** Entering reads the thread's newest messages (for a retry and the history window),
+its summary and the working-memory note in one call (:meth:`memvault.Memory.read_turn`), saves
+the user's message, then recall reads its full-text hits and their neighbours through one
+:class:`~memvault.recall.RecallReader`: four store calls before the model runs, on a store with
+:class:`~memvault.stores.capabilities.BatchReads` (the built-in ones).
 
 **Retries.** The turn's id is the user message's id; the messages the turn creates get ids
 derived from it (``f"{turn_id}-a0"``, ...). Entering a turn again with the same user message
@@ -175,8 +177,8 @@ class Turn:
     async def _begin(self) -> None:
         memory = self.memory
         lookback = max(RETRY_LOOKBACK, self._window_size())
-        recent = await memory.get_messages(thread_id=self.thread_id, resource_id=self.resource_id,
-                                           last_n=lookback)
+        read = await memory.read_turn(thread_id=self.thread_id, resource_id=self.resource_id, last_n=lookback)
+        recent = read.messages
         retry = any(m.metadata.get(TURN_ID) == self.turn_id for m in recent)
         self._buffer = ConversationBuffer(self.thread_id, self.resource_id, recent, turn_id=self.turn_id,
                                           retry=retry)
@@ -190,9 +192,10 @@ class Turn:
         tail = _tail(recent, writer.saved, self.user_message.id, retry)
         if tail is not None:
             reader.preload_tail(self.thread_id, tail, complete=len(recent) < lookback)
+        reader.preload_note(self.thread_id, read.note)
         self.context = await assemble(memory, thread_id=self.thread_id, resource_id=self.resource_id,
                                       query=self.user_message.text, options=self.options.context,
-                                      reader=reader)
+                                      reader=reader, summary=read.summary)
 
     def _window_size(self) -> int:
         """How many of the newest messages the history window may take."""

@@ -21,7 +21,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from memvault.memory import Memory
-from memvault.server import errors
+from memvault.server import auth, errors
 from memvault.server.keys import Keyring
 from memvault.server.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from memvault.server.routes import ROUTERS
@@ -48,7 +48,7 @@ def create_app(
     app.state.keyring = keyring = keys or Keyring(memory)
     for secret in extra_keys:
         keyring.add_known(secret, name="ephemeral admin")
-    errors.install(app)
+    errors.install(app, auth.refusal_before_parsing)
     for router in ROUTERS:
         app.include_router(router)
     if STUDIO.is_dir():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -91,13 +91,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, detail, exc.headers)
 
 
-async def _request_invalid(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    from memvault.server.auth import refusal_before_parsing  # auth raises ApiError: imported late
+Refusal = Callable[[Request], Awaitable["ApiError | None"]]
+"""Answers whether a request is refused before its body counts (a missing or bad key)."""
 
-    if (refusal := await refusal_before_parsing(request)) is not None:
-        return error_response(refusal.status, refusal.message, refusal.headers)
-    return error_response(422, "; ".join(_describe(e) for e in exc.errors()[:5]) or "invalid request")
+
+def _request_invalid(refusal_before_parsing: Refusal) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if (refusal := await refusal_before_parsing(request)) is not None:
+            return error_response(refusal.status, refusal.message, refusal.headers)
+        return error_response(422, "; ".join(_describe(e) for e in exc.errors()[:5]) or "invalid request")
+
+    return handle
 
 
 def _describe(error: Mapping[str, Any]) -> str:
@@ -110,10 +115,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal error")
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers on ``app``, the catch-all last."""
+def install(app: FastAPI, refusal_before_parsing: Refusal) -> None:
+    """Register the handlers on ``app``, the catch-all last. A request whose body is invalid
+    gets ``refusal_before_parsing(request)`` first (:func:`memvault.server.auth.refusal_before_parsing`:
+    an anonymous caller learns nothing but 401), else 422."""
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(MemvaultError, _memvault_error)
     app.add_exception_handler(HTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _request_invalid)
+    app.add_exception_handler(RequestValidationError, _request_invalid(refusal_before_parsing))
     app.add_exception_handler(Exception, _unexpected)

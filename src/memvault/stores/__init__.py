@@ -19,7 +19,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import platformdirs
 
-from memvault.errors import ConfigurationError, MissingExtraError
+from memvault.errors import ConfigurationError
+from memvault.extras import import_optional
 from memvault.stores.base import Store
 from memvault.stores.memory import InMemoryStore
 
@@ -47,15 +48,10 @@ async def open_store(url: str | None = None) -> Store:
         path, durability, timeout = sqlite_options(url)
         return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)
     if scheme in ("postgres", "postgresql"):
-        try:
-            from memvault.stores.postgres import PostgresStore
-        except ModuleNotFoundError as exc:
-            missing = (exc.name or "").split(".")[0]
-            package = {"psycopg": "psycopg", "psycopg_pool": "psycopg-pool"}.get(missing)
-            if package is None:
-                raise
-            raise MissingExtraError("the PostgreSQL store", "postgres", package) from exc
-        return await PostgresStore.open(url)
+        postgres = import_optional("memvault.stores.postgres", "the PostgreSQL store", "postgres",
+                                   needs=("psycopg", "psycopg_pool"))
+        store: Store = await postgres.PostgresStore.open(url)
+        return store
     raise ConfigurationError(
         f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or postgresql://..."
     )

@@ -9,12 +9,14 @@ naming what is missing. The three built-in stores implement all of them.
 - :class:`StateStore`: keyed, versioned states (suspended runs);
 - :class:`SummaryStore`: each thread's running summary;
 - :class:`EmbeddingStore`: persisted message vectors (semantic recall);
-- :class:`ExportStore`: listing and exact restore, for copy, export and stats.
+- :class:`ExportStore`: listing and exact restore, for copy, export and stats;
+- :class:`BatchReads`: a turn's reads in one call each (fewer round trips).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 
 from memvault.errors import ConfigurationError
@@ -31,7 +33,7 @@ class FullTextSearch(Protocol):
     ) -> list[SearchHit]:
         """Messages of the resource (or of one thread) that share words with ``query``, best first.
 
-        Semantics in :mod:`memvault.rules.lexical`: any string is safe; a query without words matches
+        Semantics in :mod:`memvault.rules.words`: any string is safe; a query without words matches
         nothing."""
         ...
 
@@ -170,6 +172,37 @@ class ExportStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TurnRead:
+    """What a turn reads of a thread before the model runs (:meth:`BatchReads.read_turn`)."""
+
+    messages: list[Message]
+    """The thread's newest messages, in thread order."""
+    summary: Summary | None
+    """The thread's running summary (``None`` without one, or when the store keeps none)."""
+    note: str | None
+    """The working-memory note asked for (``None`` when never written)."""
+
+
+@runtime_checkable
+class BatchReads(Protocol):
+    """Reads a turn and recall make together, each in one call (one round trip, one hand-off to
+    the store's worker) instead of one call per read. The answers are exactly those of the core
+    calls they stand for."""
+
+    async def read_turn(self, resource_id: str, thread_id: str, *, last_n: int, note_key: str) -> TurnRead:
+        """``get_messages(last_n=last_n)``, ``get_summary`` (``None`` for a store without
+        summaries) and ``get_working_memory(note_key)`` of the thread, in one call."""
+        ...
+
+    async def read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Message]]:
+        """``get_messages(ids=ids[t], message_range=message_range)`` for every thread ``t`` of
+        ``ids``, in one call."""
+        ...
+
+
 @runtime_checkable
 class CompleteStore(Store, FullTextSearch, StateStore, SummaryStore, EmbeddingStore, ExportStore, Protocol):
     """A store with every capability, as the three built-in stores are: what a whole-store copy
@@ -182,12 +215,12 @@ _ANSWERS: dict[tuple[type[Any], type[Any]], bool] = {}
 def _implements(kind: type[Any], capability: type[Any]) -> bool:
     answer = _ANSWERS.get((kind, capability))
     if answer is None:
-        answer = all(callable(getattr(kind, name, None)) for name in _methods(capability))
+        answer = all(callable(getattr(kind, name, None)) for name in methods_of(capability))
         _ANSWERS[(kind, capability)] = answer
     return answer
 
 
-def _methods(capability: type[Any]) -> frozenset[str]:
+def methods_of(capability: type[Any]) -> frozenset[str]:
     """The public methods a protocol asks for, its base protocols' included."""
     return frozenset(name for base in capability.__mro__ if base not in (object, Protocol)
                      for name, value in vars(base).items() if callable(value) and not name.startswith("_"))
@@ -215,6 +248,11 @@ def supports_summaries(store: object) -> TypeGuard[SummaryStore]:
 def supports_embeddings(store: object) -> TypeGuard[EmbeddingStore]:
     """Whether ``store`` has :class:`EmbeddingStore`."""
     return _supports(store, EmbeddingStore)
+
+
+def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:
+    """Whether ``store`` has :class:`BatchReads`."""
+    return _supports(store, BatchReads)
 
 
 def supports_export(store: object) -> TypeGuard[ExportStore]:

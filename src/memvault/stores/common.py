@@ -111,7 +111,7 @@ def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) 
         f"the stored vectors come from {stored[0]!r} ({stored[1]} dimensions), not from "
         f"{wanted[0]!r}{size}: run `memvault reindex --embedder SPEC` to embed the messages "
         "again with the new model (from Python: open the Memory without an embedder, call "
-        "`await memory.store.clear_embeddings()`, then open it with the new one and call "
+        "`await memory.clear_embeddings()`, then open it with the new one and call "
         "`await memory.reindex()`)"
     )
 

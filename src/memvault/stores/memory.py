@@ -8,13 +8,13 @@ with respect to the event loop.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
-from memvault.rules.lexical import index_text, query_groups, stem, tokens
+from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores.base import (
     ALL_MESSAGES,
     UNSET,
@@ -23,6 +23,7 @@ from memvault.stores.base import (
     WorkingMemoryUpdate,
     _Unset,
 )
+from memvault.stores.capabilities import TurnRead
 from memvault.stores.common import (
     changed_thread,
     check_limit,
@@ -376,6 +377,20 @@ class InMemoryStore:
                 count += len(record.vectors)
                 record.vectors.clear()
         return count
+
+    # batch reads (memvault.stores.capabilities.BatchReads)
+
+    async def read_turn(self, resource_id: str, thread_id: str, *, last_n: int, note_key: str) -> TurnRead:
+        return TurnRead(await self.get_messages(resource_id, thread_id, MessageQuery(last_n=last_n)),
+                        await self.get_summary(resource_id, thread_id),
+                        await self.get_working_memory(resource_id, note_key))
+
+    async def read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Message]]:
+        return {thread_id: await self.get_messages(resource_id, thread_id,
+                                                   MessageQuery(ids=list(found), message_range=message_range))
+                for thread_id, found in ids.items()}
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 

@@ -161,3 +161,4 @@ class Memory:
     export_records = _twin(AsyncMemory.export_records)
     import_records = _twin(AsyncMemory.import_records)
     clear_embeddings = _twin(AsyncMemory.clear_embeddings)
+    read_turn = _twin(AsyncMemory.read_turn)

@@ -59,6 +59,7 @@ from typing import Final
 from memvault import Memory
 from memvault.stores.base import Store
 from memvault.stores.capabilities import (
+    supports_batch_reads,
     supports_embeddings,
     supports_export,
     supports_full_text,
@@ -74,13 +75,15 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
     "summaries": supports_summaries,
     "embeddings": supports_embeddings,
     "export": supports_export,
+    "batch_reads": supports_batch_reads,
 }
 """The optional capabilities a test can require, by name, with the guard that answers for a store:
 ``full_text`` (:class:`~memvault.stores.capabilities.FullTextSearch`), ``states``
 (:class:`~memvault.stores.capabilities.StateStore`), ``summaries``
 (:class:`~memvault.stores.capabilities.SummaryStore`), ``embeddings``
-(:class:`~memvault.stores.capabilities.EmbeddingStore`) and ``export``
-(:class:`~memvault.stores.capabilities.ExportStore`)."""
+(:class:`~memvault.stores.capabilities.EmbeddingStore`), ``export``
+(:class:`~memvault.stores.capabilities.ExportStore`) and ``batch_reads``
+(:class:`~memvault.stores.capabilities.BatchReads`)."""
 
 Opened = AbstractAsyncContextManager[Store] | Awaitable[Store]
 

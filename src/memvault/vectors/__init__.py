@@ -13,10 +13,9 @@ package raises :class:`memvault.errors.MissingExtraError` naming the extra to in
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import MissingExtraError
+from memvault.extras import import_optional
 from memvault.vectors.base import Vector, VectorHit, VectorIndex, VectorItem
 
 if TYPE_CHECKING:
@@ -27,25 +26,17 @@ if TYPE_CHECKING:
 __all__ = ["AnnIndex", "ExactIndex", "PgVectorIndex", "Vector", "VectorHit", "VectorIndex", "VectorItem"]
 
 
+_INDEXES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "ExactIndex": ("memvault.vectors.exact", "vectors", ("numpy",)),
+    "AnnIndex": ("memvault.vectors.ann", "ann", ("numpy",)),
+    "PgVectorIndex": ("memvault.vectors.pgvector", None, ("numpy", "psycopg", "psycopg_pool")),
+}
+"""Each index: its module, its extra (``None``: the missing package's own) and the packages it
+needs."""
+
+
 def __getattr__(name: str) -> Any:
-    if name not in ("ExactIndex", "AnnIndex", "PgVectorIndex"):
+    if name not in _INDEXES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if name == "PgVectorIndex":
-        for package, extra in (("numpy", "vectors"), ("psycopg", "postgres"), ("psycopg_pool", "postgres")):
-            if importlib.util.find_spec(package) is None:
-                raise MissingExtraError(f"the vector index {name}", extra, package.replace("_", "-"))
-        from memvault.vectors.pgvector import PgVectorIndex
-
-        return PgVectorIndex
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        extra = "vectors" if name == "ExactIndex" else "ann"
-        raise MissingExtraError(f"the vector index {name}", extra, "numpy") from None
-    if name == "ExactIndex":
-        from memvault.vectors.exact import ExactIndex
-
-        return ExactIndex
-    from memvault.vectors.ann import AnnIndex
-
-    return AnnIndex
+    module, extra, needs = _INDEXES[name]
+    return getattr(import_optional(module, f"the vector index {name}", extra, needs=needs), name)

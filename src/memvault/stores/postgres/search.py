@@ -1,9 +1,9 @@
-"""Full-text search in PostgreSQL, matching like every other store (:mod:`memvault.rules.lexical`).
+"""Full-text search in PostgreSQL, matching like every other store (:mod:`memvault.rules.words`).
 
 Words are made in Python, by the same code the reference store uses, so that folding, CJK
 splitting and Porter stemming agree everywhere: a message's ``search`` column is
 ``to_tsvector('simple', document(message))``, where :func:`document` is the message's indexed
-text (:func:`memvault.rules.lexical.index_text`) as space-separated stemmed tokens, and a query is
+text (:func:`memvault.rules.words.index_text`) as space-separated stemmed tokens, and a query is
 :func:`tsquery`: one phrase per query group (``'中' <-> '文'``), joined by ``|``. The ``simple``
 configuration only lower-cases, so it keeps these tokens as they are and has no stop words.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from memvault.model import Message, SearchHit
-from memvault.rules.lexical import index_text, query_groups, stem, tokens
+from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
 from memvault.stores.postgres.db import Conn
 

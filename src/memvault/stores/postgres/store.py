@@ -22,7 +22,7 @@ with concurrent writers is in the modules of its transaction bodies.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -32,7 +32,9 @@ from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.capabilities import TurnRead
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
@@ -186,6 +188,19 @@ class PostgresStore:
 
     async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
         return await self._db.write(_summaries.delete_summary, resource_id, thread_id)
+
+    # batch reads (memvault.stores.capabilities.BatchReads)
+
+    async def read_turn(self, resource_id: str, thread_id: str, *, last_n: int, note_key: str) -> TurnRead:
+        check_query(MessageQuery(last_n=last_n))
+        return await self._db.read(_batch.read_turn, resource_id, thread_id, last_n, note_key)
+
+    async def read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Message]]:
+        for found in ids.values():
+            check_query(MessageQuery(ids=found, message_range=message_range))
+        return await self._db.read(_batch.read_around, resource_id, ids, message_range)
 
     # embeddings
 

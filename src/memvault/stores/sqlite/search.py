@@ -1,9 +1,9 @@
 """Full-text search in SQLite: an FTS5 query over the ``messages_fts`` index.
 
-The index holds each message's body (:func:`memvault.rules.lexical.index_text`, stemmed by FTS5's
+The index holds each message's body (:func:`memvault.rules.words.index_text`, stemmed by FTS5's
 porter tokenizer) and its resource's scope token (:func:`~.schema.scope_token`); it is filled in
 batches off the write path, and always before a search runs (:func:`~.schema.index_pending`).
-A query's words are matched as :func:`memvault.rules.lexical.query_groups` makes them, so matching
+A query's words are matched as :func:`memvault.rules.words.query_groups` makes them, so matching
 agrees with every other store; ranking is FTS5's BM25, best first, ties to the older message.
 """
 
@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any
 
 from memvault.model import SearchHit
-from memvault.rules.lexical import fts5_match, stem
+from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
 from memvault.stores.sqlite.schema import scope_token
 

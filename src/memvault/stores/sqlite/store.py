@@ -22,16 +22,18 @@ capability (:mod:`~.threads`, :mod:`~.messages`, :mod:`~.records`, :mod:`~.searc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from memvault.errors import ConfigurationError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
-from memvault.rules.lexical import index_text, query_groups
+from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.capabilities import TurnRead
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import export as _export
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
@@ -210,6 +212,26 @@ class SqliteStore:
 
     async def delete_summary(self, resource_id: str, thread_id: str) -> bool:
         return await self._write(_summaries.delete_summary, resource_id, thread_id)
+
+    # batch reads (memvault.stores.capabilities.BatchReads)
+
+    async def read_turn(self, resource_id: str, thread_id: str, *, last_n: int, note_key: str) -> TurnRead:
+        check_query(MessageQuery(last_n=last_n))
+        if last_n <= SMALL_READ:
+            return await self._worker.read_small(_batch.read_turn, resource_id, thread_id, last_n, note_key,
+                                                 snapshot=True)
+        return await self._read(_batch.read_turn, resource_id, thread_id, last_n, note_key)
+
+    async def read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Message]]:
+        for found in ids.values():
+            check_query(MessageQuery(ids=found, message_range=message_range))
+        rows_read = sum(len(found) for found in ids.values()) * (2 * message_range + 1)
+        if rows_read <= SMALL_READ:
+            return await self._worker.read_small(_batch.read_around, resource_id, ids, message_range,
+                                                 snapshot=True)
+        return await self._read(_batch.read_around, resource_id, ids, message_range)
 
     # embeddings
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memvault.testing.suite import (
+    test_batch_reads,
     test_embedding_store,
     test_history,
     test_isolation,
@@ -31,6 +32,7 @@ from memvault.testing.suite import (
 
 MODULES: tuple[ModuleType, ...] = (
     test_threads,
+    test_batch_reads,
     test_messages,
     test_history,
     test_search,

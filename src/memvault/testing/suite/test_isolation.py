@@ -96,6 +96,8 @@ CALLS = [
     Call("get_summary", needs=("summaries",)),
     Call("stats", needs=("export",)),
     Call("count_messages"),
+    Call("read_turn", kwargs={"last_n": 3}),
+    Call("read_turn", kwargs={"last_n": 3}, scope="resource"),
     Call("export_records", (io.StringIO(),),
          needs=("export", "states", "summaries", "embeddings", "full_text")),
     Call("save_summary", ("a hijacked summary",), {"through_message_id": "m2", "expected_version": 1},
