@@ -24,13 +24,14 @@ from memvault.model import Message, SearchHit, valid_id
 from memvault.recall import merge as merging
 from memvault.recall import vectors
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
-from memvault.recall.lexical import Key, hits_by_thread, lexical_candidates, lexical_span, query_terms
+from memvault.recall.lexical import hits_by_thread, lexical_candidates, lexical_span, query_terms
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.types import (
+    Candidates,
+    Key,
     RecallHit,
     RecallResult,
-    Source,
     VectorScorer,
     VectorSearch,
 )
@@ -88,22 +89,24 @@ async def recall(
     await _read_once(reader, found, vectors.in_scope(matches, search_thread, options), options, reach)
     lexical = await lexical_candidates(reader, query=query, found=found, options=options)
 
-    messages: dict[Key, Message] = {}
-    lexical_scores: dict[Key, float] = {}
+    candidates = Candidates()
     for key, candidate in lexical.candidates.items():
         if key not in in_window:
-            messages[key] = candidate.message
-            lexical_scores[key] = candidate.score
-    vector_scores, reads = await vectors.read_matches(reader, search_thread, matches, messages, options,
-                                                      reach)
+            candidates.messages[key] = candidate.message
+            candidates.lexical[key] = candidate.score
+    vector_scores, reads, matched = await vectors.read_matches(reader, search_thread, matches,
+                                                               candidates.messages, options, reach)
+    candidates.messages.update(matched)
     windowed = {(thread or "", message_id) for thread, message_id in in_window}
-    for window_key in windowed:
-        vector_scores.pop(window_key, None)
+    candidates.vector = {key: score for key, score in vector_scores.items() if key not in windowed}
     if vector_scorer is not None:
-        vector_scores = await _scored(vector_scorer, query, reader.resource_id, lexical_scores, vector_scores,
-                                      lexical.threads, reads, windowed, messages, options, warnings)
+        scores, neighbours = await _scored(vector_scorer, query, reader.resource_id, candidates,
+                                           lexical.threads, reads, windowed, options, warnings)
+        candidates.vector = scores
+        candidates.messages.update(neighbours)
+    messages = candidates.messages
 
-    sources = {"lexical": lexical_scores, "vector": vector_scores}
+    sources = {"lexical": candidates.lexical, "vector": candidates.vector}
     weights = {"lexical": options.lexical_weight, "vector": _vector_weight(options, vector_scorer)}
     if options.fusion == "rrf":
         fused = reciprocal_rank_fusion(sources, weights, k=options.rrf_k)
@@ -127,12 +130,12 @@ async def recall(
         hits.append(RecallHit(
             message=message,
             score=score,
-            source=_source(key in lexical_scores, key in vector_scores),
+            source=candidates.source(key),
             thread_id=key[0],
             created_at=message.created_at,
             other_thread=key[0] != thread_id,
-            lexical_score=lexical_scores.get(key),
-            vector_score=vector_scores.get(key),
+            lexical_score=candidates.lexical.get(key),
+            vector_score=candidates.vector.get(key),
             context=context,
         ))
     # like the history window, recalled messages never separate a tool call from its result
@@ -170,12 +173,6 @@ async def _read_once(
         await reader.around(wanted, span)
 
 
-def _source(lexical: bool, vector: bool) -> Source:
-    if lexical and vector:
-        return "both"
-    return "lexical" if lexical else "vector"
-
-
 def _vector_weight(options: RecallOptions, scorer: VectorScorer | None) -> float:
     if options.vector_weight is not None:
         return options.vector_weight
@@ -186,33 +183,29 @@ async def _scored(
     scorer: VectorScorer,
     query: str,
     resource_id: str,
-    lexical_scores: dict[Key, float],
-    vector_scores: dict[Key, float],
+    candidates: Candidates,
     lexical_reads: dict[str, list[Message]],
     vector_reads: dict[str, list[Message]],
     in_window: set[Key],
-    messages: dict[Key, Message],
     options: RecallOptions,
     warnings: list[str],
-) -> dict[Key, float]:
+) -> tuple[dict[Key, float], dict[Key, Message]]:
     """Every candidate's context-smoothed similarity (:mod:`memvault.recall.vectors`): the
-    lexical candidates, the vector search's matches and the matches' neighbours (added to
-    ``messages``). The matches' own similarities when the scorer fails."""
+    lexical candidates, the vector search's matches and the matches' neighbours, and those
+    neighbours' messages (new candidates). The matches' own similarities, and no new candidate,
+    when the scorer fails."""
     window = options.vector_context_window
-    around = vectors.neighbourhoods(lexical_reads, set(lexical_scores), window)
-    matched = vectors.neighbourhoods(vector_reads, set(vector_scores) - set(around), window)
+    around = vectors.neighbourhoods(lexical_reads, set(candidates.lexical), window)
+    matched = vectors.neighbourhoods(vector_reads, set(candidates.vector) - set(around), window)
     pool = {key for near in matched.values() for _, key in near} - set(around) - in_window
     around.update(matched)
     around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window))
     smoothed = await vectors.scored(scorer, query, resource_id, around, options.context_decay, warnings,
                                     minimum=options.min_vector_score)
     if smoothed is None:
-        return vector_scores
+        return candidates.vector, {}
     by_key = {(name, m.id): m for name, read in vector_reads.items() for m in read}
-    for key in pool:
-        if key in smoothed:
-            messages[key] = by_key[key]
-    return smoothed
+    return smoothed, {key: by_key[key] for key in pool if key in smoothed}
 
 
 async def _neighbours(

@@ -28,6 +28,7 @@ from memvault.model import Message, SearchHit
 from memvault.recall.dates import DateSpan, query_dates
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
+from memvault.recall.types import Key
 from memvault.rules.words import (
     ASCII_WORD,
     STOP_WORDS,
@@ -38,9 +39,6 @@ from memvault.rules.words import (
     stem,
     tokens,
 )
-
-Key = tuple[str, str]
-"""A message's ``(thread_id, id)``."""
 
 _TOKEN_CACHE_SIZE = 20_000
 

@@ -9,6 +9,9 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checka
 
 from memvault.model import Message
 
+Key: TypeAlias = tuple[str, str]
+"""A message's ``(thread_id, id)``."""
+
 Source: TypeAlias = Literal["lexical", "vector", "both"]
 """Which search found a hit: the words, the vector search, or both."""
 
@@ -66,6 +69,23 @@ class VectorScorer(Protocol):
     async def similarities(
         self, query: str, resource_id: str, refs: Sequence[MessageRef], /
     ) -> dict[MessageRef, float]: ...
+
+
+@dataclass
+class Candidates:
+    """The messages one recall weighs, with each source's scores, by :data:`Key`. The engine
+    builds it in steps (the lexical candidates, the vector search's matches, the scores by
+    meaning); the steps return what they found and never change it themselves."""
+
+    messages: dict[Key, Message] = field(default_factory=dict)
+    lexical: dict[Key, float] = field(default_factory=dict)
+    vector: dict[Key, float] = field(default_factory=dict)
+
+    def source(self, key: Key) -> Source:
+        """Which search found ``key``."""
+        if key in self.lexical and key in self.vector:
+            return "both"
+        return "lexical" if key in self.lexical else "vector"
 
 
 @dataclass(frozen=True)

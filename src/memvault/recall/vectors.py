@@ -20,14 +20,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from memvault.model import Message, check_id
-from memvault.recall.lexical import Key
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
-from memvault.recall.types import MessageRef, VectorScorer, VectorSearch
+from memvault.recall.types import Key, MessageRef, VectorScorer, VectorSearch
 
 logger = logging.getLogger("memvault.recall")
 
@@ -111,28 +110,27 @@ async def read_matches(
     reader: RecallReader,
     thread_id: str | None,
     matches: list[tuple[MessageRef, float]],
-    messages: dict[Key, Message],
+    known: Mapping[Key, Message],
     options: RecallOptions,
     window: int,
-) -> tuple[dict[Key, float], dict[str, list[Message]]]:
-    """The matches that exist in the store under ``resource_id`` (and in ``thread_id`` when
-    given), with their similarity; adds the ones not in ``messages`` (the lexical candidates)
-    to it.
-
-    Those are read with ``window`` neighbours each side, and the reads are returned too: per
-    thread, runs of messages in thread order."""
+) -> tuple[dict[Key, float], dict[str, list[Message]], dict[Key, Message]]:
+    """The matches that exist in the store under the reader's resource (and in ``thread_id``
+    when given), with their similarity; the ones not in ``known`` (the lexical candidates) are
+    read, with ``window`` neighbours each side. Returns the similarities, the reads (per
+    thread, runs of messages in thread order) and the matched messages that were read."""
     scores = in_scope(matches, thread_id, options)
     missing: dict[str, list[str]] = {}
     for key in scores:
-        if key not in messages:
+        if key not in known:
             missing.setdefault(key[0], []).append(key[1])
     reads = await reader.around(missing, window)
-    for name, found in reads.items():
+    found: dict[Key, Message] = {}
+    for name, read in reads.items():
         wanted = set(missing[name])
-        for message in found:
+        for message in read:
             if message.id in wanted:
-                messages[(name, message.id)] = message
-    return {key: score for key, score in scores.items() if key in messages}, reads
+                found[(name, message.id)] = message
+    return {key: score for key, score in scores.items() if key in known or key in found}, reads, found
 
 
 def neighbourhoods(reads: dict[str, list[Message]], keys: set[Key], window: int) -> dict[Key, Neighbourhood]:
