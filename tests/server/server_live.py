@@ -67,6 +67,7 @@ class Live:
     app: Any
     b_key: str
     admin_key: str
+    server: uvicorn.Server | None = None
     _count: list[int] = field(default_factory=lambda: [0])
 
     def key(self, resource_id: str | None = None, name: str | None = None) -> str:
@@ -88,7 +89,7 @@ def live_server(db: str) -> Iterator[Live]:
     b_key, admin_key = run(new_key(db, B, "bob's key")), run(new_key(db, None, "root"))
     base, server, thread = start(db)
     try:
-        yield Live(base, db, server.config.app, b_key, admin_key)
+        yield Live(base, db, server.config.app, b_key, admin_key, server)
     finally:
         stop(server, thread)
 

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from memvault.memory import Memory
 from memvault.server import auth, errors
+from memvault.server.gate import Gate
 from memvault.server.keys import Keyring
 from memvault.server.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from memvault.server.routes import ROUTERS
@@ -43,7 +44,7 @@ def create_app(
     ``extra_keys``: admin keys (secrets from :func:`~memvault.server.keys.new_secret`) known to
     this process only, never stored (``memvault studio``'s)."""
     app = FastAPI(title="memvault", summary="Memory for LLM agents: threads, messages, recall.",
-                  version="1", docs_url=None, redoc_url=None)
+                  version="1", docs_url=None, redoc_url=None, redirect_slashes=False)
     app.state.memory = memory
     app.state.keyring = keyring = keys or Keyring(memory)
     for secret in extra_keys:
@@ -58,5 +59,10 @@ def create_app(
         async def home() -> RedirectResponse:
             return RedirectResponse("/studio/")
 
+        @app.get("/studio", include_in_schema=False)
+        async def studio() -> RedirectResponse:
+            return RedirectResponse("/studio/")
+
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
+    app.add_middleware(Gate, keyring=keyring)  # outermost: 401 before the body limit answers
     return app

@@ -19,6 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from memvault.errors import ValidationError
 from memvault.memory import Memory
 from memvault.server.errors import ApiError
+from memvault.server.gate import BAD_KEY, KEY_STATE, NO_KEY
 from memvault.server.keys import ApiKey, Keyring, check_resource
 from memvault.transfer.reserved import KEYS_RESOURCE
 
@@ -48,12 +49,16 @@ def _keyring(request: Request) -> Keyring:
 
 
 async def _verified(request: Request, secret: str | None) -> ApiKey:
-    """The key ``secret`` is (401 when missing, unknown or revoked)."""
+    """The key ``secret`` is (401 when missing, unknown or revoked); the one :class:`~memvault.
+    server.gate.Gate` verified for this request when it did."""
+    checked = getattr(request.state, KEY_STATE, None)
+    if isinstance(checked, ApiKey):
+        return checked
     if secret is None or not secret.strip():
-        raise ApiError(401, "send an API key: Authorization: Bearer <key>", _CHALLENGE)
+        raise ApiError(401, NO_KEY, _CHALLENGE)
     key = await _keyring(request).verify(secret.strip())
     if key is None:
-        raise ApiError(401, "unknown or revoked API key", _CHALLENGE)
+        raise ApiError(401, BAD_KEY, _CHALLENGE)
     return key
 
 

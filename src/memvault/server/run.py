@@ -21,10 +21,16 @@ DEFAULT_PORT = 8765
 
 def bind(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
     """A TCP socket bound to ``host:port`` (IPv4 or IPv6) and listening, ready for :func:`serve`:
-    a connection made before the server runs waits in the backlog instead of being refused."""
+    a connection made before the server runs waits in the backlog instead of being refused.
+
+    The socket names TCP (``IPPROTO_TCP``), so that asyncio sets ``TCP_NODELAY`` on every
+    accepted connection (it does so only for sockets whose protocol is TCP), and the listening
+    socket has ``TCP_NODELAY`` too (Linux hands it on to accepted sockets): without it, Nagle's
+    algorithm holds a keep-alive answer back for a delayed ACK, about 40 ms per request."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
         sock.listen(2048)

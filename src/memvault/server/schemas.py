@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memvault.model import Message, SearchHit, Thread
+from memvault.model import Message, SearchHit, Thread, check_text
 from memvault.transfer.stats import STAT_KINDS
 
 
@@ -45,7 +45,17 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields refused, strict types (``true`` or ``"3"`` is not a
+    number), and no string with a NUL byte or a lone surrogate (422)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _clean_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            check_text(value)
+        return value
 
 
 class ThreadCreate(Body):

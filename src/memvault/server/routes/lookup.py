@@ -7,9 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from memvault.model import check_text
 from memvault.recall import RecallHit
 from memvault.rules.working_memory import note_scope
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
+from memvault.server.errors import ApiError
 from memvault.server.routes.common import check_thread
 from memvault.server.schemas import (
     ERRORS,
@@ -34,7 +36,12 @@ async def search(
     thread_id: ThreadQuery = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
 ) -> SearchHits:
-    """Messages sharing words with ``q`` across the resource (or one thread), best first."""
+    """Messages sharing words with ``q`` across the resource (or one thread), best first; a
+    ``q`` with a NUL byte or a lone surrogate is 422."""
+    try:
+        check_text(q)
+    except ValueError as exc:
+        raise ApiError(422, f"q: {exc}") from None
     await check_thread(memory, resource_id, thread_id)
     hits = await memory.search_messages(resource_id=resource_id, query=q, thread_id=thread_id, limit=limit)
     return SearchHits(hits=hits)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
 from memvault.server.errors import MESSAGE_NOT_FOUND, ApiError
-from memvault.server.routes.common import owned_thread
+from memvault.server.routes.common import MessageId, ThreadId, owned_thread
 from memvault.server.schemas import ERRORS, Messages, MessagesIn
 
 router = APIRouter(prefix="/v1/threads/{thread_id}/messages", tags=["messages"], responses=ERRORS)
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1/threads/{thread_id}/messages", tags=["messages"],
 
 @router.get("")
 async def get_messages(
-    thread_id: str,
+    thread_id: ThreadId,
     resource_id: ResourceDep,
     memory: MemoryDep,
     last_n: Annotated[int | None, Query(ge=1, le=100_000, description="Only the newest N.")] = None,
@@ -33,7 +33,7 @@ async def get_messages(
 
 @router.post("", status_code=201)
 async def save_messages(
-    thread_id: str, resource_id: JsonResourceDep, memory: MemoryDep, body: MessagesIn
+    thread_id: ThreadId, resource_id: JsonResourceDep, memory: MemoryDep, body: MessagesIn
 ) -> Messages:
     """Save messages to the thread (created when new); saving an id again updates that message.
     A message naming another resource or thread is refused (422); all or nothing."""
@@ -51,7 +51,7 @@ def _check_owner(message: dict[str, Any], field: str, expected: str) -> None:
 
 @router.delete("/{message_id}", status_code=204)
 async def delete_message(
-    thread_id: str, message_id: str, resource_id: ResourceDep, memory: MemoryDep
+    thread_id: ThreadId, message_id: MessageId, resource_id: ResourceDep, memory: MemoryDep
 ) -> Response:
     """Delete one message with its derived data; 404 for no such thread or message."""
     await owned_thread(memory, resource_id, thread_id)

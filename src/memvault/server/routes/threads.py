@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from memvault.model import Thread
 from memvault.server.auth import JsonResourceDep, MemoryDep, ResourceDep
-from memvault.server.routes.common import owned_thread
+from memvault.server.routes.common import ThreadId, owned_thread
 from memvault.server.schemas import CONFLICT, ERRORS, ThreadChange, ThreadCreate, Threads
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERRORS)
@@ -34,14 +34,14 @@ async def create_thread(resource_id: JsonResourceDep, memory: MemoryDep, body: T
 
 
 @router.get("/{thread_id}")
-async def get_thread(thread_id: str, resource_id: ResourceDep, memory: MemoryDep) -> Thread:
+async def get_thread(thread_id: ThreadId, resource_id: ResourceDep, memory: MemoryDep) -> Thread:
     """The thread, or 404."""
     return await owned_thread(memory, resource_id, thread_id)
 
 
 @router.patch("/{thread_id}")
 async def update_thread(
-    thread_id: str, resource_id: JsonResourceDep, memory: MemoryDep, body: ThreadChange
+    thread_id: ThreadId, resource_id: JsonResourceDep, memory: MemoryDep, body: ThreadChange
 ) -> Thread:
     """Change the title (null clears it) and/or replace the metadata; fields left out are kept."""
     await owned_thread(memory, resource_id, thread_id)
@@ -50,7 +50,7 @@ async def update_thread(
 
 
 @router.delete("/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, resource_id: ResourceDep, memory: MemoryDep) -> Response:
+async def delete_thread(thread_id: ThreadId, resource_id: ResourceDep, memory: MemoryDep) -> Response:
     """Delete the thread with its messages and derived data; 404 when there is none."""
     await owned_thread(memory, resource_id, thread_id)
     await memory.delete_thread(thread_id=thread_id, resource_id=resource_id)
