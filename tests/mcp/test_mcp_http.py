@@ -1,5 +1,6 @@
 """``memvault mcp --transport http``: a real subprocess serving streamable HTTP on 127.0.0.1,
-driven by the SDK's streamable HTTP client."""
+driven by the SDK's streamable HTTP client with a key of the served resource (no key, an
+unknown key, an admin key and another resource's key are refused)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
-from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import BOB_SECRET, dump, server_args, structured, text
 
 from memvault import Memory
+from memvault.server.keys import Keyring
 from processes import free_port, stop
 
 
@@ -30,6 +32,17 @@ def _wait_for(port: int, process: subprocess.Popen[bytes], stderr: Path) -> None
                 return
         time.sleep(0.1)
     pytest.fail(f"the server did not listen within 30 s: {stderr.read_text()}")
+
+
+async def _key(db_url: str, resource_id: str | None) -> str:
+    async with await Memory.open(db_url) as memory:
+        secret, _ = await Keyring(memory).create(resource_id=resource_id)
+        return secret
+
+
+def _client(key: str | None) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"} if key else {},
+                              timeout=httpx2.Timeout(30, read=300))
 
 
 @pytest.fixture
@@ -50,7 +63,9 @@ def http_server(db_url: str, tmp_path: Path) -> Iterator[str]:
 
 
 async def test_tools_over_streamable_http(http_server: str, db_url: str) -> None:
-    async with streamable_http_client(http_server) as (read, write), ClientSession(read, write) as session:
+    ada = _client(await _key(db_url, "ada"))
+    async with streamable_http_client(http_server, http_client=ada) as (read, write), \
+            ClientSession(read, write) as session:
         await session.initialize()
         names = {tool.name for tool in (await session.list_tools()).tools}
         assert {"save_message", "search", "recall", "list_threads"} <= names
@@ -65,9 +80,30 @@ async def test_tools_over_streamable_http(http_server: str, db_url: str) -> None
         assert BOB_SECRET not in dump(leak)
         missing = await session.call_tool("read_thread", {"thread_id": "bob-t"})
         assert missing.is_error and "was not found" in text(missing)
-    async with Client(http_server) as client:  # the high-level client, a second session
-        threads = structured(await client.call_tool("list_threads", {}))["threads"]
+    ada2 = _client(await _key(db_url, "ada"))
+    async with streamable_http_client(http_server, http_client=ada2) as (read, write), \
+            ClientSession(read, write) as session:  # a second session, with another key of ada
+        await session.initialize()
+        threads = structured(await session.call_tool("list_threads", {}))["threads"]
         assert [t["id"] for t in threads] == ["web"]
     async with await Memory.open(db_url) as memory:
         assert [m.text for m in await memory.get_messages(thread_id="web", resource_id="ada")] == [
             "Ada prefers oolong over HTTP"]
+
+
+@pytest.mark.parametrize("whose", ["none", "unknown", "bob", "admin"])
+async def test_a_caller_without_a_key_of_the_resource_is_refused(
+    http_server: str, db_url: str, whose: str
+) -> None:
+    key = {"none": None, "unknown": "mv_0000_notakey", "bob": await _key(db_url, "bob"),
+           "admin": await _key(db_url, None)}[whose]
+    async with _client(key) as raw:  # the transport's own endpoint, as any HTTP client sees it
+        answer = await raw.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                headers={"Accept": "application/json, text/event-stream"})
+        assert (answer.status_code, answer.headers["www-authenticate"]) == (401, "Bearer")
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the official client cannot start a session
+        async with streamable_http_client(http_server, http_client=_client(key)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+    async with await Memory.open(db_url) as memory:  # nothing was written for ada
+        assert (await memory.list_threads(resource_id="ada")).threads == []

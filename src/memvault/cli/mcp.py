@@ -28,7 +28,9 @@ def mcp(
 
     With stdio (the default) stdout carries only the protocol and logs go to stderr; the server
     stops when the client closes stdin. With --transport http it serves streamable HTTP at
-    http://HOST:PORT/mcp (127.0.0.1 by default: no authentication, keep it local) until Ctrl-C.
+    http://HOST:PORT/mcp (127.0.0.1 by default) until Ctrl-C, to callers with a key of RESOURCE
+    (`memvault keys create --resource RESOURCE`, sent as Authorization: Bearer <key>; the
+    `server` extra too).
     """
     if transport not in ("stdio", "http"):
         fail(f"--transport must be stdio or http, got {transport!r}")
@@ -40,12 +42,18 @@ def mcp(
         from memvault.mcp.server import serve
     except ImportError as error:
         fail(str(MissingExtraError("memvault mcp", "mcp", "mcp")) + f" ({error})")
+    key_check = None
     if transport == "http":
+        try:
+            from memvault.server.keys import admits
+        except MissingExtraError as error:
+            fail(f"--transport http checks API keys: {error}")
+        key_check = admits
         typer.echo(f"memvault: serving resource {resource_id!r} at http://{host}:{port}/mcp "
                    "(Ctrl-C stops)", err=True)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(resource_id, url=db, transport="http" if transport == "http" else "stdio",
-                              host=host, port=port, embedder=embedder))
+                              host=host, port=port, embedder=embedder, key_check=key_check))
     except MemvaultError as error:
         fail(str(error))

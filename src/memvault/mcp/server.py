@@ -18,6 +18,12 @@ Tools (each result is structured JSON, described by the tool's output schema):
 - ``get_working_memory`` / ``update_working_memory`` ``{content, mode="append", thread_id?}``:
   the note kept about the user (the resource's, or one thread's with ``thread_id``).
 
+Streamable HTTP needs a key: every request carries ``Authorization: Bearer <key>``, a key of
+the HTTP API's key records (``memvault keys create --resource RESOURCE``) bound to the served
+resource; no key, an unknown or revoked one, an admin key or another resource's key is answered
+401 before the MCP transport sees the request. :func:`serve` takes the check as ``key_check``
+(``memvault mcp`` passes :func:`memvault.server.keys.admits`). Stdio is local and takes no key.
+
 The caller's mistakes (empty or NUL-bearing text, a message over the store's size limit, an
 unknown thread, a bad cursor) come back as tool results with ``isError`` and a message the
 model can act on; the server keeps running.
@@ -26,7 +32,8 @@ model can act on; the server keeps running.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import json
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -36,7 +43,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from memvault import __version__
-from memvault.errors import MemvaultError, ThreadNotFoundError, ValidationError
+from memvault.errors import ConfigurationError, MemvaultError, ThreadNotFoundError, ValidationError
 from memvault.memory import Memory
 from memvault.model import Message, TextPart, check_id
 from memvault.options import MemoryOptions
@@ -45,6 +52,8 @@ from memvault.rules.working_memory import note_scope
 from memvault.runtime import tools as memory_tools
 
 Transport = Literal["stdio", "http"]
+KeyCheck = Callable[[Memory, str, str], Awaitable[bool]]
+"""``(memory, resource_id, secret)``: whether ``secret`` is a valid key bound to ``resource_id``."""
 MAX_PAGE = 100
 MAX_LAST_N = 200
 
@@ -301,16 +310,59 @@ async def serve(
     port: int = 8766,
     embedder: Any = None,
     options: MemoryOptions | None = None,
+    key_check: KeyCheck | None = None,
 ) -> None:
     """Open the store at ``url`` (see :meth:`Memory.open`) and serve ``resource_id``'s memory
     until the client disconnects (stdio: stdin closes) or the process is interrupted (http).
-    Streamable HTTP listens on ``http://{host}:{port}/mcp``, 127.0.0.1 by default."""
+    Streamable HTTP listens on ``http://{host}:{port}/mcp``, 127.0.0.1 by default, and needs
+    ``key_check`` (every request's bearer key is checked with it: 401 unless it admits it)."""
     resource_id = check_id(resource_id)
+    if transport not in ("stdio", "http"):
+        raise ValidationError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    if transport == "http" and key_check is None:
+        raise ConfigurationError("the HTTP transport needs a key_check: it never serves without keys")
     async with await Memory.open(url, embedder=embedder, options=options) as memory:
         server = build_server(memory, resource_id)
         if transport == "stdio":
             await server.run_stdio_async()
-        elif transport == "http":
-            await server.run_streamable_http_async(host=host, port=port)
-        else:
-            raise ValidationError(f"transport must be 'stdio' or 'http', got {transport!r}")
+            return
+        import uvicorn
+
+        assert key_check is not None
+        app = RequireKey(server.streamable_http_app(host=host), memory, resource_id, key_check)
+        await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                            server_header=False)).serve()
+
+
+class RequireKey:
+    """ASGI middleware: an HTTP request without a bearer key that ``key_check`` admits for the
+    served resource is answered 401 (``WWW-Authenticate: Bearer``) before the MCP transport."""
+
+    def __init__(self, app: Any, memory: Memory, resource_id: str, key_check: KeyCheck) -> None:
+        self.app = app
+        self.memory = memory
+        self.resource_id = resource_id
+        self.key_check = key_check
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not await self._admitted(scope):
+            body = json.dumps({"error": {"code": "unauthorized", "message":
+                               "send a key of this resource: Authorization: Bearer <key>"}}).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    async def _admitted(self, scope: Any) -> bool:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, secret = value.decode("latin-1").partition(" ")
+                if scheme.lower() != "bearer" or not secret.strip():
+                    return False
+                try:
+                    return await self.key_check(self.memory, self.resource_id, secret.strip())
+                except MemvaultError:
+                    return False
+        return False

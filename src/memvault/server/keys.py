@@ -130,6 +130,14 @@ class Keyring:
         return _key(key_id, state.value) if hmac.compare_digest(stored, hashed) else None
 
 
+async def admits(memory: Memory, resource_id: str, secret: str) -> bool:
+    """Whether ``secret`` is a valid (known, not revoked) key bound to ``resource_id``: what the
+    MCP server's HTTP transport asks of every request. An admin key is not bound to a resource
+    and is not admitted."""
+    key = await Keyring(memory).verify(secret)
+    return key is not None and not key.admin and key.resource_id == resource_id
+
+
 def new_secret() -> str:
     """A new random key: ``mv_``, an 8-hex-digit key id, ``_``, 43 URL-safe characters."""
     return f"{PREFIX}{secrets.token_hex(_ID_HEX // 2)}_{secrets.token_urlsafe(32)}"
