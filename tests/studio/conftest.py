@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import queue
 import re
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,14 +163,14 @@ def _serves(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
-    """``memvault studio --db sqlite:///... --port 0`` (any free port), started as a user would;
-    the URL it prints (with its admin key) is the one the tests open."""
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('studio') / 'memvault.db'}"
-    seeded = run_async(lambda: _seed(db_url))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "memvault", "studio", "--db", db_url, "--port", "0"]
+@contextmanager
+def _launched(
+    db_url: str, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, list[str]]]:
+    """``memvault studio --db DB_URL --port 0 EXTRA...`` running: the URL it printed, its base,
+    and its output so far."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    command = [sys.executable, "-m", "memvault", "studio", "--db", db_url, "--port", "0", *extra]
     process, lines, output = _start(command, env)
     try:
         url = None
@@ -189,9 +191,49 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
             if process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"`memvault studio` does not serve the page; its output:\n{''.join(output)}")
             time.sleep(0.1)
-        yield Studio(url=url, base=base, db_url=db_url, seeded=seeded, output=output)
+        yield url, base, output
     finally:
         stop(process)
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
+    """``memvault studio --db sqlite:///... --port 0`` (any free port), started as a user would;
+    the URL it prints (with its admin key) is the one the tests open."""
+    db_url = f"sqlite:///{tmp_path_factory.mktemp('studio') / 'memvault.db'}"
+    seeded = run_async(lambda: _seed(db_url))
+    with _launched(db_url) as (url, base, output):
+        yield Studio(url=url, base=base, db_url=db_url, seeded=seeded, output=output)
+
+
+@dataclass
+class Opened:
+    """A ``memvault studio --open`` run whose browser is a recorder: the URL the Studio printed,
+    and the command line the browser was launched with."""
+
+    url: str
+    base: str
+    browser_argv: list[str]
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
+    """``memvault studio --open`` with ``BROWSER`` set to a script that records its command line
+    (what ``ps`` would show of the browser) and exits."""
+    folder = tmp_path_factory.mktemp("opened")
+    record = folder / "argv.json"
+    browser = folder / "browser"
+    browser.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                       f"open({str(record)!r}, 'w').write(json.dumps(sys.argv))\n")
+    browser.chmod(0o755)
+    db_url = f"sqlite:///{folder / 'memvault.db'}"
+    with _launched(db_url, "--open", env={"BROWSER": f"{browser} %s"}) as (url, base, _):
+        deadline = time.monotonic() + 30
+        while not record.exists():
+            assert time.monotonic() < deadline, "the browser was not launched"
+            time.sleep(0.05)
+        time.sleep(0.1)
+        yield Opened(url=url, base=base, browser_argv=json.loads(record.read_text()))
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,9 @@ def studio(
 ) -> None:
     """Serve the Studio page and the API on 127.0.0.1 with a new admin key that lives only as
     long as this process, and print the page's URL (the key is in the URL's #fragment, which the
-    browser never sends to the server). Stop with Ctrl-C."""
+    browser never sends to the server). --open opens the page with a one-time token instead, which
+    the page trades for the key on loopback: the key never appears on a command line. Stop with
+    Ctrl-C."""
     _need_server()
     from memvault.server.keys import new_secret
     from memvault.server.run import port_of
@@ -58,11 +60,15 @@ def studio(
     secret = new_secret()
     url = f"http://127.0.0.1:{port_of(sock)}/studio/#key={secret}"
     typer.echo(url)
+    handoffs: dict[str, str] = {}
     if open_browser:
+        import secrets
         import webbrowser
 
-        webbrowser.open(url)
-    run(serve_api(db, sock, extra_keys=[secret]))
+        token = secrets.token_urlsafe(32)
+        handoffs[token] = secret
+        webbrowser.open(f"http://127.0.0.1:{port_of(sock)}/studio/#handoff={token}")
+    run(serve_api(db, sock, extra_keys=[secret], handoffs=handoffs))
 
 
 def _need_server() -> None:

@@ -7,7 +7,7 @@ the first request, e.g. to print a URL. The default host is ``127.0.0.1``: only 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import uvicorn
 
@@ -51,13 +51,15 @@ async def serve(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     extra_keys: Iterable[str] = (),
+    handoffs: Mapping[str, str] | None = None,
     log_level: str = "info",
     on_server: Callable[[uvicorn.Server], None] | None = None,
 ) -> None:
     """Open the store at ``url``, serve the API on ``sock`` until stopped (Ctrl-C, or
     ``server.should_exit = True`` on the server handed to ``on_server``), then close the store."""
     async with await Memory.open(url) as memory:
-        app = create_app(memory, max_body_bytes=max_body_bytes, extra_keys=extra_keys)
+        app = create_app(memory, max_body_bytes=max_body_bytes, extra_keys=extra_keys,
+                         handoffs=handoffs)
         server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="off",
                                                server_header=False))
         if on_server is not None:

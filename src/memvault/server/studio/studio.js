@@ -5,6 +5,8 @@
 
 (() => {
   const KEY_STORE = "memvault.studio.key";
+  // An id as one path segment: percent-encoded, dots too (a browser drops `.` and `..` segments).
+  const segment = (id) => encodeURIComponent(id).replace(/\./g, "%2E");
   const RESOURCE_STORE = "memvault.studio.resource";
   const THREAD_PAGE = 20;
   const TIMELINE_MAX = 500; // the newest messages of a thread shown in the timeline
@@ -164,18 +166,30 @@
 
   // ---- start ----
 
-  function keyFromFragment() {
+  // `memvault studio --open` opens the page with a one-time #handoff token (never the key, which
+  // would sit on the browser's command line): the page trades it for the key on loopback.
+  async function keyFromFragment() {
     const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    const key = params.get("key");
-    if (key) {
-      sessionStorage.setItem(KEY_STORE, key);
-      history.replaceState(null, "", location.pathname + location.search);
+    let key = params.get("key");
+    const token = params.get("handoff");
+    if (key || token) history.replaceState(null, "", location.pathname + location.search);
+    if (!key && token) {
+      try {
+        const answer = await fetch("/studio/handoff", {
+          method: "POST", headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ token }),
+        });
+        if (answer.ok) key = (await answer.json()).key;
+      } catch (err) {
+        key = null;
+      }
     }
+    if (key) sessionStorage.setItem(KEY_STORE, key);
     return key;
   }
 
   async function start() {
-    state.key = keyFromFragment() || sessionStorage.getItem(KEY_STORE);
+    state.key = (await keyFromFragment()) || sessionStorage.getItem(KEY_STORE);
     if (!state.key) { askForKey(""); return; }
     showError("");
     let me;
@@ -335,7 +349,7 @@
     const fresh = ticket("thread");
     let data;
     try {
-      data = await api("GET", `/v1/threads/${encodeURIComponent(thread.id)}/messages${q({ last_n: TIMELINE_MAX })}`);
+      data = await api("GET", `/v1/threads/${segment(thread.id)}/messages${q({ last_n: TIMELINE_MAX })}`);
     } catch (err) {
       if (fresh()) { list.removeAttribute("aria-busy"); fail(err, "Loading the thread"); }
       return;
@@ -357,7 +371,7 @@
     if (!thread) return;
     if (!window.confirm(`Delete the thread "${thread.title || thread.id}" and all its messages?`)) return;
     try {
-      await api("DELETE", `/v1/threads/${encodeURIComponent(thread.id)}`);
+      await api("DELETE", `/v1/threads/${segment(thread.id)}`);
     } catch (err) { fail(err, "Deleting the thread"); return; }
     showThread(null);
     await Promise.all([loadStats(), loadThreads(false), loadWorkingMemory()]);
@@ -395,7 +409,7 @@
     const fresh = ticket("thread");
     let data;
     try {
-      data = await api("GET", `/v1/threads/${encodeURIComponent(thread.id)}/messages${q({ before: firstId, last_n: TIMELINE_MAX })}`);
+      data = await api("GET", `/v1/threads/${segment(thread.id)}/messages${q({ before: firstId, last_n: TIMELINE_MAX })}`);
     } catch (err) {
       if (fresh()) fail(err, "Loading older messages");
       return;
@@ -636,7 +650,7 @@
       radio.addEventListener("change", loadWorkingMemory);
     }
     $("recall-form").addEventListener("submit", runRecall);
-    window.addEventListener("hashchange", () => { if (/[#&]key=/.test(location.hash)) start(); });
+    window.addEventListener("hashchange", () => { if (/[#&](key|handoff)=/.test(location.hash)) start(); });
     start();
   });
 })();
