@@ -127,6 +127,7 @@ def test_anonymous_callers_get_401_before_anything_else(live: Live, key: str | N
             client.post("/v1/recall", content=b"{not json", headers=JSON),  # a bad body
             client.post("/v1/recall", content=b"text", headers={"Content-Type": "text/plain"}),
             client.get("/v1/threads/tb"),  # bob's thread
+            client.put("/%76%31/threads", json={}),  # /v1 spelt with escapes
         ]
     for answer in answers:
         assert answer.status_code == 401, (answer.request.method, answer.request.url, answer.text)

@@ -44,7 +44,7 @@ class Gate:
         raw = scope.get("raw_path")
         # as sent, still percent-encoded; a raw byte outside ASCII is encoded like the client should
         path = quote(raw, safe=_SAFE) if isinstance(raw, bytes) else quote(scope["path"], safe=_SAFE)
-        if not (path == PREFIX or path.startswith(PREFIX + "/")):
+        if not (_under_prefix(path) or _under_prefix(scope["path"])):  # "/%76%31/..." is /v1 too
             await self.app(scope, receive, send)
             return
         scope = {**scope, "path": path.split("?", 1)[0]}
@@ -62,6 +62,10 @@ class Gate:
             return
         scope.setdefault("state", {})[KEY_STATE] = key
         await self.app(scope, receive, send)
+
+
+def _under_prefix(path: str) -> bool:
+    return path == PREFIX or path.startswith(PREFIX + "/")
 
 
 def _bearer(scope: Scope) -> str | None:
