@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from memvault.errors import (
+    ConfigurationError,
     MessageTooLargeError,
     NotFoundError,
     ThreadExistsError,
@@ -55,6 +56,7 @@ from memvault.stores.capabilities import (
     require_states,
     require_summaries,
     supports_batch_reads,
+    supports_purge,
     supports_summaries,
 )
 from memvault.telemetry import traced
@@ -303,12 +305,27 @@ class Memory:
     @traced("delete_resource")
     async def delete_resource(self, *, resource_id: str) -> Deleted:
         """Delete everything of a resource in one transaction: threads, messages, derived data,
-        working memory and states."""
+        working memory and states. Erasure is real: once this returns the
+        deleted text cannot be read back from the store's files, except on a store that needs
+        :meth:`purge` for that (PostgreSQL: see docs/security.md)."""
         resource_id = _id(resource_id, "resource_id")
         deleted = await self.store.delete_resource(resource_id)
         if (semantic := await self._start()) is not None:
             await semantic.forget_resource(resource_id)
         return deleted
+
+    @traced("purge")
+    async def purge(self) -> dict[str, Any]:
+        """Make deleted data unrecoverable from the store's files: the step a right-to-erasure
+        request needs after its deletions on PostgreSQL (``VACUUM FULL`` of the tables holding
+        users' data; dead rows stay in the table files until then). On SQLite every deletion
+        already overwrites the text, merges the full-text index and truncates the WAL; purge
+        adds a VACUUM and retries the WAL truncation (needed if another process was reading
+        at the time). Returns what was done. A store without the capability raises
+        :class:`ConfigurationError`."""
+        if not supports_purge(self.store):
+            raise ConfigurationError(f"{type(self.store).__name__} has no purge step")
+        return await self.store.purge()
 
     @traced("search_messages")
     async def search_messages(
