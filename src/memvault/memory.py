@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from memvault.errors import (
+    ConfigurationError,
     MessageTooLargeError,
     NotFoundError,
     ThreadExistsError,
@@ -55,12 +56,14 @@ from memvault.stores.capabilities import (
     require_states,
     require_summaries,
     supports_batch_reads,
+    supports_purge,
+    supports_states,
     supports_summaries,
 )
 from memvault.telemetry import traced
 from memvault.transfer import jsonl
 from memvault.transfer.copier import messages_of
-from memvault.transfer.reserved import RESERVED_RESOURCES
+from memvault.transfer.reserved import KEY_OWNER, KEYS_RESOURCE, MAX_KEYS, RESERVED_RESOURCES
 from memvault.transfer.stats import resource_stats
 from memvault.vectors.base import VectorIndex
 
@@ -303,12 +306,43 @@ class Memory:
     @traced("delete_resource")
     async def delete_resource(self, *, resource_id: str) -> Deleted:
         """Delete everything of a resource in one transaction: threads, messages, derived data,
-        working memory and states."""
+        working memory and states; and, first, the API keys bound to it (the key records of
+        :data:`~memvault.transfer.reserved.KEYS_RESOURCE` naming it, counted in
+        ``extra["api_keys"]``), so its keys stop working. Erasure is real: once this returns the
+        deleted text cannot be read back from the store's files, except on a store that needs
+        :meth:`purge` for that (PostgreSQL: see docs/security.md)."""
         resource_id = _id(resource_id, "resource_id")
+        revoked = await self._revoke_keys(resource_id)
         deleted = await self.store.delete_resource(resource_id)
+        if revoked:
+            deleted.extra["api_keys"] = revoked
         if (semantic := await self._start()) is not None:
             await semantic.forget_resource(resource_id)
         return deleted
+
+    async def _revoke_keys(self, resource_id: str) -> int:
+        """Delete the API key records bound to ``resource_id``; returns how many."""
+        if resource_id in RESERVED_RESOURCES or not supports_states(self.store):
+            return 0
+        records = await self.store.list_states(KEYS_RESOURCE, limit=MAX_KEYS)
+        revoked = 0
+        for record in records:
+            if isinstance(record.value, dict) and record.value.get(KEY_OWNER) == resource_id:
+                revoked += await self.store.delete_state(KEYS_RESOURCE, record.key)
+        return revoked
+
+    @traced("purge")
+    async def purge(self) -> dict[str, Any]:
+        """Make deleted data unrecoverable from the store's files: the step a right-to-erasure
+        request needs after its deletions on PostgreSQL (``VACUUM FULL`` of the tables holding
+        users' data; dead rows stay in the table files until then). On SQLite every deletion
+        already overwrites the text, merges the full-text index and truncates the WAL; purge
+        adds a VACUUM and retries the WAL truncation (needed if another process was reading
+        at the time). Returns what was done. A store without the capability raises
+        :class:`ConfigurationError`."""
+        if not supports_purge(self.store):
+            raise ConfigurationError(f"{type(self.store).__name__} has no purge step")
+        return await self.store.purge()
 
     @traced("search_messages")
     async def search_messages(
@@ -396,13 +430,16 @@ class Memory:
 
     @traced("export_records")
     async def export_records(
-        self, sink: IO[str], *, resource_id: str | None = None, progress: jsonl.Progress | None = None
+        self, sink: IO[str], *, resource_id: str | None = None, progress: jsonl.Progress | None = None,
+        include_keys: bool = False,
     ) -> dict[str, int]:
         """Write the records of ``resource_id`` (default: every resource) to ``sink`` as JSON
         Lines (:mod:`memvault.transfer.jsonl`); returns how many of each kind. ``progress`` is
-        called with (threads done, threads in all)."""
+        called with (threads done, threads in all). The API key records (not users' data) are
+        left out of an export of every resource unless ``include_keys``."""
         only = None if resource_id is None else _id(resource_id, "resource_id")
-        return await jsonl.export_records(require_complete(self.store), sink, only=only, progress=progress)
+        return await jsonl.export_records(require_complete(self.store), sink, only=only, progress=progress,
+                                          include_keys=include_keys)
 
     @traced("import_records")
     async def import_records(

@@ -29,14 +29,18 @@ def copy(
                                         "(a new SQLite file, or an unused PostgreSQL schema).")],
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the report as JSON (no progress bar).")] = False,
+    include_keys: Annotated[bool, typer.Option(
+        "--include-keys", help="Also copy the API key records (left out by default: they are "
+        "not users' data).")] = False,
 ) -> None:
     """Copy every thread, message, working memory, state, summary and embedding into an empty store.
 
     Messages keep their ids and order; their seq numbers become 1..n per thread (the gaps left
-    by deleted messages are not kept). The target must be empty: nothing is merged."""
+    by deleted messages are not kept). The target must be empty: nothing is merged. The API key
+records are copied only with --include-keys."""
     console = Console(stderr=True)
     try:
-        report = asyncio.run(_copy(source, target, None if as_json else console))
+        report = asyncio.run(_copy(source, target, None if as_json else console, include_keys))
     except MemvaultError as exc:
         console.print(f"[red]memvault copy: {exc}[/red]", highlight=False)
         raise typer.Exit(2) from None
@@ -54,10 +58,10 @@ def copy(
         raise typer.Exit(1)
 
 
-async def _copy(source: str, target: str, console: Console | None) -> CopyReport:
+async def _copy(source: str, target: str, console: Console | None, include_keys: bool) -> CopyReport:
     async with await Memory.open(source) as src, await Memory.open(target) as dst:
         if console is None:
-            return await copy_store(src, dst)
+            return await copy_store(src, dst, include_keys=include_keys)
         with Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[note]}"), console=console, transient=False,
@@ -71,7 +75,7 @@ async def _copy(source: str, target: str, console: Console | None) -> CopyReport
                            note=f"{p.resource_id or p.phase} ({p.messages:,} messages)")
                 bar.update(threads, total=p.threads, completed=p.thread, note=p.phase)
 
-            return await copy_store(src, dst, progress=show)
+            return await copy_store(src, dst, progress=show, include_keys=include_keys)
 
 
 def _print(console: Console, report: CopyReport) -> None:

@@ -46,3 +46,24 @@ def delete(
     else:
         listed = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in counts.items())
         typer.echo(f"deleted {what}: {listed}")
+
+
+def purge(db: Db = None, as_json: AsJson = False) -> None:
+    """Make deleted data unrecoverable from the database files: the step a right-to-erasure
+    request needs after `memvault delete`.
+
+    PostgreSQL keeps deleted rows in its table files until they are vacuumed: purge runs
+    VACUUM FULL on memvault's tables (it locks each table while it rewrites it). SQLite already
+    overwrites deleted text and truncates its WAL at each deletion; purge adds a VACUUM and
+    truncates the WAL again (in case another process was reading at the time). Prints what
+    was done."""
+
+    async def work() -> dict[str, object]:
+        async with await Memory.open(db) as memory:
+            return await memory.purge()
+
+    done = run(work())
+    if as_json:
+        emit({"purged": done})
+    else:
+        typer.echo("purged: " + (", ".join(f"{k}={v}" for k, v in done.items()) or "nothing to do"))

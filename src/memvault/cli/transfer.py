@@ -46,6 +46,9 @@ def _progress(show: bool, label: str) -> Iterator[Progress | None]:
 def export(
     resource: Annotated[str | None, typer.Option("--resource", "-r", help="Export this resource.")] = None,
     all_resources: Annotated[bool, typer.Option("--all", help="Export every resource.")] = False,
+    include_keys: Annotated[bool, typer.Option(
+        "--include-keys", help="With --all, also export the API key records (hashed; left out "
+        "by default: they are not users' data).")] = False,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write to this file (default: stdout).")] = None,
     db: Db = None,
@@ -55,24 +58,28 @@ def export(
 
     Threads, messages, summaries, working memories and states, one JSON object a line with a
     "kind". Prints the counts per kind (on stderr when the lines go to stdout). Embeddings are
-    not exported: `memvault reindex --embedder` rebuilds them."""
+    not exported: `memvault reindex --embedder` rebuilds them; nor are the API key records, unless
+--include-keys."""
     if (resource is None) == (not all_resources):
         fail("give --resource R or --all (one of them)")
     if output is None:
-        counts = run(_export(db, resource, typer.get_text_stream("stdout"), False))
+        counts = run(_export(db, resource, typer.get_text_stream("stdout"), False, include_keys))
     else:
         with output.open("w", encoding="utf-8") as sink:
-            counts = run(_export(db, resource, sink, not as_json))
+            counts = run(_export(db, resource, sink, not as_json, include_keys))
     if as_json and output is not None:
         emit(counts)
     elif not as_json:
         typer.echo(f"exported {_counted(counts)}", err=output is None)
 
 
-async def _export(url: str | None, only: str | None, sink: IO[str], show: bool) -> dict[str, int]:
+async def _export(
+    url: str | None, only: str | None, sink: IO[str], show: bool, include_keys: bool
+) -> dict[str, int]:
     async with await Memory.open(url) as memory:
         with _progress(show, "threads") as progress:
-            return await memory.export_records(sink, resource_id=only, progress=progress)
+            return await memory.export_records(sink, resource_id=only, progress=progress,
+                                               include_keys=include_keys)
 
 
 def import_(

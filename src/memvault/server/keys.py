@@ -28,12 +28,12 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.memory import Memory
 from memvault.model import check_id, now
-from memvault.transfer.reserved import KEYS_RESOURCE
+from memvault.transfer.reserved import KEYS_RESOURCE, MAX_KEYS
 
 PREFIX = "mv_"
 _ID_HEX = 8
 _SHAPE = re.compile(rf"{PREFIX}([0-9a-f]{{{_ID_HEX}}})_[A-Za-z0-9_-]{{16,200}}")
-_MAX_KEYS = 10_000
+_MAX_KEYS = MAX_KEYS
 
 
 @dataclass(frozen=True)

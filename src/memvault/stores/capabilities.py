@@ -10,7 +10,8 @@ naming what is missing. The three built-in stores implement all of them.
 - :class:`SummaryStore`: each thread's running summary;
 - :class:`EmbeddingStore`: persisted message vectors (semantic recall);
 - :class:`ExportStore`: listing and exact restore, for copy, export and stats;
-- :class:`BatchReads`: a turn's reads in one call each (fewer round trips).
+- :class:`BatchReads`: a turn's reads in one call each (fewer round trips);
+- :class:`Purge`: the step that makes deleted data unrecoverable from the database files.
 """
 
 from __future__ import annotations
@@ -212,6 +213,18 @@ class CompleteStore(Store, FullTextSearch, StateStore, SummaryStore, EmbeddingSt
 _ANSWERS: dict[tuple[type[Any], type[Any]], bool] = {}
 
 
+@runtime_checkable
+class Purge(Protocol):
+    """Erasure's last step: after it returns, no deleted message, thread or resource can be read
+    back from the store's files (dead rows, free pages, logs the store controls)."""
+
+    async def purge(self) -> dict[str, Any]:
+        """Make deleted rows unrecoverable (SQLite: VACUUM and a truncated WAL; PostgreSQL:
+        ``VACUUM FULL`` of the tables holding users' data); returns what was done, per step.
+        Safe to run at any time; it may take a while and lock tables on a large store."""
+        ...
+
+
 def _implements(kind: type[Any], capability: type[Any]) -> bool:
     answer = _ANSWERS.get((kind, capability))
     if answer is None:
@@ -258,6 +271,11 @@ def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:
 def supports_export(store: object) -> TypeGuard[ExportStore]:
     """Whether ``store`` has :class:`ExportStore`."""
     return _supports(store, ExportStore)
+
+
+def supports_purge(store: object) -> TypeGuard[Purge]:
+    """Whether ``store`` has a :class:`Purge` step."""
+    return _supports(store, Purge)
 
 
 def _missing(store: object, what: str) -> ConfigurationError:

@@ -431,6 +431,11 @@ class InMemoryStore:
             raise ThreadNotFoundError(summary.thread_id)
         record.summary = summary.model_copy(deep=True)
 
+    async def purge(self) -> dict[str, Any]:
+        """Nothing to do: a deleted record is gone once the call returns (nothing is written to
+        disk; Python frees the objects)."""
+        return {}
+
     async def close(self) -> None:
         self._resources.clear()
 

@@ -140,6 +140,7 @@ class Memory:
     delete_messages = _twin(AsyncMemory.delete_messages)
     clear_thread = _twin(AsyncMemory.clear_thread)
     delete_resource = _twin(AsyncMemory.delete_resource)
+    purge = _twin(AsyncMemory.purge)
     search_messages = _twin(AsyncMemory.search_messages)
     get_working_memory = _twin(AsyncMemory.get_working_memory)
     update_working_memory = _twin(AsyncMemory.update_working_memory)

@@ -13,7 +13,9 @@ What is copied, per resource (in resource id order):
 - every working memory (resource- and thread-scoped keys alike) and every state, with its value,
   status, version and ``updated_at``;
 
-then the stored embeddings (model, dimensions and every message's vector), after all messages.
+but not the API key records (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`) unless
+``include_keys``; then the stored embeddings (model, dimensions and every message's vector),
+after all messages.
 Derived search indexes are rebuilt by the target as it saves.
 
 The target must be empty (no resource, no embedding model): :func:`copy_store` raises
@@ -40,6 +42,7 @@ from memvault.model import Message, Thread
 from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
 from memvault.stores.capabilities import CompleteStore, require_complete
 from memvault.stores.common import to_micros
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 BATCH = 500
 """Messages saved per ``save_messages`` call (one transaction) and vectors per ``save_embeddings``."""
@@ -143,10 +146,13 @@ async def _embeddings(store: CompleteStore) -> list[tuple[str, str, str, bytes]]
 
 
 async def copy_store(
-    source: HoldsStore | Store, target: HoldsStore | Store, *, progress: ProgressCallback | None = None
+    source: HoldsStore | Store, target: HoldsStore | Store, *, progress: ProgressCallback | None = None,
+    include_keys: bool = False,
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` (see the module docstring), then
-    verify both sides' :func:`digest`. Raises :class:`ConfigurationError` when the target is not
+    verify both sides' :func:`digest`. The API key records
+    (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`, not users' data) are copied only with
+    ``include_keys``. Raises :class:`ConfigurationError` when the target is not
     empty or a store cannot be enumerated; a store failure propagates (the target then holds a
     partial copy: drop it and copy again)."""
     src, dst = _store(source, "source"), _store(target, "target")
@@ -156,7 +162,7 @@ async def copy_store(
         )
     report = progress or (lambda _: None)
     copied = dict.fromkeys(KINDS, 0)
-    resources = await src.resource_ids()
+    resources = await _resources(src, include_keys)
     for number, resource_id in enumerate(resources, 1):
         copied["resources"] += 1
         threads = await threads_of(src, resource_id)
@@ -199,7 +205,7 @@ async def copy_store(
         for start in range(0, max(len(rows), 1), BATCH):
             copied["embeddings"] += await dst.save_embeddings(model[0], model[1], rows[start : start + BATCH])
     report(CopyProgress("verify", None, len(resources), len(resources), 0, 0, copied["messages"]))
-    before, after = await digest(src), await digest(dst)
+    before, after = await digest(src, include_keys=include_keys), await digest(dst, include_keys=include_keys)
     return CopyReport(copied, before, after, before.mismatches(after))
 
 
@@ -215,7 +221,11 @@ def _message(position: int, m: Message) -> list[Any]:
     return [position, m.id, m.role, json.loads(m.parts_json()), m.metadata, to_micros(m.created_at)]
 
 
-async def digest(store: HoldsStore | Store) -> Digest:
+async def _resources(store: CompleteStore, include_keys: bool) -> list[str]:
+    return [r for r in await store.resource_ids() if include_keys or r != KEYS_RESOURCE]
+
+
+async def digest(store: HoldsStore | Store, *, include_keys: bool = True) -> Digest:
     """Counts and sha256 checksums per kind (:data:`KINDS`) of everything in ``store``, over a
     canonical JSON (sorted keys, compact, UTF-8) of each record, in resource, thread, key order.
     Messages are identified by their position in the thread (1..n), not their seq, and a
@@ -229,7 +239,7 @@ async def digest(store: HoldsStore | Store) -> Digest:
         counts[kind] += 1
         hashes[kind].update(_canonical(value) + b"\n")
 
-    for resource_id in await st.resource_ids():
+    for resource_id in await _resources(st, include_keys):
         add("resources", resource_id)
         for t in await threads_of(st, resource_id):
             add("threads", [resource_id, t.id, t.title, t.metadata, to_micros(t.created_at),

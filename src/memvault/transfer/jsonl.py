@@ -27,6 +27,7 @@ from memvault.errors import ValidationError
 from memvault.model import Message, State, Summary, Thread, valid_id
 from memvault.stores.capabilities import CompleteStore
 from memvault.transfer.copier import BATCH, messages_of, threads_of
+from memvault.transfer.reserved import KEYS_RESOURCE
 
 KINDS = ("thread", "message", "summary", "working_memory", "state")
 """The kinds of record, in the order a resource's records are written."""
@@ -61,17 +62,22 @@ def threads_of_records(records: Sequence[Record]) -> list[Thread]:
 
 
 async def export_records(
-    store: CompleteStore, sink: IO[str], *, only: str | None = None, progress: Progress | None = None
+    store: CompleteStore, sink: IO[str], *, only: str | None = None, progress: Progress | None = None,
+    include_keys: bool = False,
 ) -> dict[str, int]:
     """Write the records of resource ``only`` (``None``: every resource) to ``sink``; returns
-    how many of each kind. ``progress`` counts threads."""
+    how many of each kind. ``progress`` counts threads. Every resource means every users'
+    resource: the API key records (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`) only with
+    ``include_keys``."""
     counts = dict.fromkeys(KINDS, 0)
 
     def write(kind: str, record: Record) -> None:
         counts[kind] += 1
         sink.write(json.dumps({"kind": kind, **record}, ensure_ascii=False) + "\n")
 
-    resources = [only] if only is not None else await store.resource_ids()
+    resources = [only] if only is not None else [
+        r for r in await store.resource_ids() if include_keys or r != KEYS_RESOURCE
+    ]
     threads = {resource: await threads_of(store, resource) for resource in resources}
     total, done = sum(len(t) for t in threads.values()), 0
     for resource in resources:

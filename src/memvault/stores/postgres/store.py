@@ -37,6 +37,7 @@ from memvault.stores.common import check_limit, check_query, decode_cursor, save
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import messages as _messages
+from memvault.stores.postgres import purge as _purge
 from memvault.stores.postgres import records as _records
 from memvault.stores.postgres import search as _search
 from memvault.stores.postgres import summaries as _summaries
@@ -127,6 +128,12 @@ class PostgresStore:
 
     async def delete_resource(self, resource_id: str) -> Deleted:
         return await self._db.write(_threads.delete_resource, resource_id)
+
+    async def purge(self) -> dict[str, Any]:
+        """Make deleted rows unrecoverable from the table files: ``VACUUM FULL`` of every table
+        of the schema (:mod:`~.purge`; locks each table while it rewrites it). A deletion only
+        marks rows dead: run this after deletions that must be erased (right to erasure)."""
+        return await self._db.read(_purge.purge)
 
     # search
 

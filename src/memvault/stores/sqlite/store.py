@@ -10,6 +10,8 @@
   In a URL: ``sqlite:///path.db?durability=full``.
 - Full-text indexing is off the write path: new messages are indexed in batches, and always
   before a search runs, so search sees every saved message (:mod:`~.schema`).
+- Erasure is real: deleted text is overwritten (``secure_delete``), dropped from the full-text
+  index and checkpointed out of the WAL before a deletion returns (:mod:`~.erase`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
   concurrent writes share commits (group commit, :mod:`memvault.stores.sqlite.worker`). The
   one exception is the hot, small read of a history window (at most ``SMALL_READ`` newest or
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from memvault.errors import ConfigurationError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
@@ -41,10 +43,16 @@ from memvault.stores.sqlite import search as _search
 from memvault.stores.sqlite import summaries as _summaries
 from memvault.stores.sqlite import threads as _threads
 from memvault.stores.sqlite import vectors as _vectors
+from memvault.stores.sqlite.erase import erasing
 from memvault.stores.sqlite.schema import index_pending, migrate, rebuild_search_index, unindexed
 from memvault.stores.sqlite.worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
+_T = TypeVar("_T")
+_DELETE_THREAD = erasing(_threads.delete_thread)
+_DELETE_MESSAGES = erasing(_messages.delete_messages)
+_CLEAR_THREAD = erasing(_messages.clear_thread)
+_DELETE_RESOURCE = erasing(_threads.delete_resource)
 SMALL_READ = 200
 """A read of at most this many newest or oldest messages (a history window) runs on the caller's
 thread (:meth:`SqliteWorker.read_small`)."""
@@ -113,7 +121,7 @@ class SqliteStore:
         return await self._write(_threads.update_thread, resource_id, thread_id, title, metadata)
 
     async def delete_thread(self, resource_id: str, thread_id: str) -> bool:
-        return await self._write(_threads.delete_thread, resource_id, thread_id)
+        return await self._erased(await self._write(_DELETE_THREAD, resource_id, thread_id))
 
     # messages
 
@@ -143,13 +151,27 @@ class SqliteStore:
         return await read(_messages.get_messages, resource_id, thread_id, query)
 
     async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
-        return await self._write(_messages.delete_messages, resource_id, thread_id, list(ids))
+        return await self._erased(
+            await self._write(_DELETE_MESSAGES, resource_id, thread_id, list(ids))
+        )
 
     async def clear_thread(self, resource_id: str, thread_id: str) -> int:
-        return await self._write(_messages.clear_thread, resource_id, thread_id)
+        return await self._erased(await self._write(_CLEAR_THREAD, resource_id, thread_id))
 
     async def delete_resource(self, resource_id: str) -> Deleted:
-        return await self._write(_threads.delete_resource, resource_id)
+        return await self._erased(await self._write(_DELETE_RESOURCE, resource_id))
+
+    async def _erased(self, result: _T) -> _T:
+        """``result`` of a deletion, once the WAL is checkpointed and truncated (:mod:`.erase`)."""
+        await self._worker.checkpoint()
+        return result
+
+    async def purge(self) -> dict[str, Any]:
+        """Make deleted data unrecoverable from the files: merge the full-text index, VACUUM,
+        checkpoint and truncate the WAL (:func:`memvault.stores.sqlite.erase.purge`). Every
+        deletion already does all but the VACUUM; run this after a deletion that another
+        process's open reader kept from truncating the WAL."""
+        return await self._worker.purge()
 
     async def search_messages(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memvault.errors import StoreError
+from memvault.stores.sqlite import erase
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
@@ -88,6 +89,7 @@ class SqliteWorker:
         self._conn = conn
         self._retry(conn.execute, "PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute("PRAGMA secure_delete = ON")  # deleted text is overwritten (:mod:`.erase`)
         [(ok, value)] = self._retry(self._transaction, [(setup, ())])
         if not ok:
             raise value
@@ -95,6 +97,7 @@ class SqliteWorker:
             self.path, isolation_level=None, check_same_thread=False, timeout=_INLINE_WAIT
         )
         self._reader.execute("PRAGMA query_only = ON")
+        self._reader.execute("PRAGMA secure_delete = ON")
 
     @property
     def closed(self) -> bool:
@@ -234,6 +237,19 @@ class SqliteWorker:
                     raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.2)
+
+    async def checkpoint(self) -> bool:
+        """Checkpoint the WAL into the file and truncate it (after a deletion,
+        :func:`~memvault.stores.sqlite.erase.checkpoint`); ``True`` when it completed."""
+        return await self.run(erase.checkpoint, self.connection(), self.busy_timeout)
+
+    async def purge(self) -> dict[str, Any]:
+        """:func:`~memvault.stores.sqlite.erase.purge` on the writing connection."""
+        return await self.run(self._retry, erase.purge, self.connection(), self.busy_timeout)
+
+    def connections(self) -> list[sqlite3.Connection]:
+        """The open connections (the writer, then the reader), for tests and diagnostics."""
+        return [c for c in (self._conn, self._reader) if c is not None]
 
     async def close(self) -> None:
         """Close the connection once pending work is done; closing twice is harmless."""
