@@ -43,7 +43,7 @@ async def _run(factory: Any, bob: list[tuple[str, str]], alice: list[list[str]],
     with tempfile.TemporaryDirectory() as folder:
         async with factory.memory(Path(folder)) as memory:
             if not has(memory, "full_text"):
-                pytest.skip("needs the full_text capability")
+                pytest.skip(f"{type(memory.store).__name__} ({factory.id}) has no full_text capability")
             batches = iter(alice if interleave else [])
             for i, (thread, text) in enumerate(bob):
                 texts = next(batches, None)
