@@ -47,7 +47,8 @@ async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
     assert {"threads", "messages", "messages_fts", "working_memory", "states", "summaries"} <= names(
         path, "table")
     assert {"messages_fts_delete", "messages_fts_update", "messages_vectors_delete",
-            "messages_vectors_update", "messages_summary_delete", "messages_summary_update"} == names(
+            "messages_vectors_update", "messages_summary_delete", "messages_summary_update",
+            "messages_stats_insert", "messages_stats_delete", "messages_stats_update"} == names(
         path, "trigger"
     )
     store = await SqliteStore.open(path)  # opening again changes nothing
@@ -282,3 +283,51 @@ async def test_durability(tmp_path: Path, query: str, durability: str, synchrono
 def test_unknown_durability_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError):
         SqliteStore(tmp_path / "x.db", durability="sometimes")  # type: ignore[arg-type]
+
+
+SCORED = {"ada": ["I like green tea", "tea time", "green paint, green wall", "ok"],
+          "bob": ["green tea secret"] * 5}
+
+
+def build_version_5(path: Path) -> None:
+    """A database before migration 6 (each resource's search statistics): two resources'
+    messages, indexed, some deleted and updated."""
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=5) == 0
+        for resource, texts in SCORED.items():
+            conn.execute(
+                "INSERT INTO threads (resource_id, id, created_us, updated_us, next_seq)"
+                " VALUES (?, 't1', 1700000000000000, 1700000000000000, ?)", (resource, len(texts) + 2))
+            for seq, text in enumerate([*texts, "to delete", "to update"], start=1):
+                conn.execute(
+                    "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata,"
+                    " created_us, body) VALUES (?, 't1', ?, ?, 'user', ?, '{}', ?, ?)",
+                    (resource, f"m{seq}", seq, json.dumps([{"type": "text", "text": text}]),
+                     1700000000000000 + seq, text.lower()))
+        index_pending(conn)
+        conn.execute("DELETE FROM messages WHERE body = 'to delete'")
+        conn.execute("UPDATE messages SET body = 'tea', parts = ? WHERE body = 'to update'",
+                     (json.dumps([{"type": "text", "text": "tea"}]),))
+        conn.execute("COMMIT")
+
+
+async def test_migration_6_computes_each_resources_search_statistics(tmp_path: Path) -> None:
+    """An old file gets each resource's statistics from its messages; its scores are then
+    those of a new file holding the same messages, and another resource's changes none."""
+    path = tmp_path / "v5.db"
+    build_version_5(path)
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert version_of(path) == LATEST
+        with raw(path) as conn:
+            stats = dict(conn.execute("SELECT resource_id, docs FROM search_stats").fetchall())
+        assert stats == {"ada": 5, "bob": 6}
+        migrated = await memory.search_messages(resource_id="ada", query="green tea")
+        await memory.delete_resource(resource_id="bob")
+        assert await memory.search_messages(resource_id="ada", query="green tea") == migrated
+    async with await Memory.open(f"sqlite:///{tmp_path / 'new.db'}") as memory:
+        texts = {f"m{i}": t for i, t in enumerate(SCORED["ada"], start=1)}
+        await memory.save_messages([Message.user(t, id=i) for i, t in {**texts, "m6": "tea"}.items()],
+                                   thread_id="t1", resource_id="ada")
+        fresh = await memory.search_messages(resource_id="ada", query="green tea")
+    assert [(h.message.id, h.score) for h in fresh] == [(h.message.id, h.score) for h in migrated]

@@ -104,13 +104,18 @@ def test_a_complete_store_passes_everything_in_strict_mode(tmp_path: Path) -> No
 def test_known_bugs_are_strict_xfails_on_the_stores_they_name(
     tmp_path: Path, store_id: str, expected: str
 ) -> None:
-    """The suite declares the search-score bug for "sqlite": the reference store behind that id
-    does not have the bug, so the strict xfail fails (XPASS(strict)), as it will once fixed."""
-    output, counts = _run(tmp_path, f'StoreFactory("{store_id}", open_full)',
-                          "-k", "test_search_scores_do_not_depend_on_other_resources")
+    """A test declaring a bug for "sqlite": the reference store behind that id does not have the
+    bug, so the strict xfail fails (XPASS(strict)), as it will once fixed."""
+    (tmp_path / "test_declared_bug.py").write_text(
+        "import pytest\n\n\n"
+        "@pytest.mark.known_bug('BUG: a declared bug', stores=['sqlite'])\n"
+        "@pytest.mark.asyncio\n"
+        "async def test_declared_bug(memory):\n"
+        "    assert await memory.list_threads(resource_id='r') is not None\n")
+    output, counts = _run(tmp_path, f'StoreFactory("{store_id}", open_full)', "-k", "test_declared_bug")
     assert counts == {expected.split()[1]: 1}, output[-2000:]
     if store_id == "sqlite":
-        assert "[XPASS(strict)] BUG: SQLite search scores" in output
+        assert "[XPASS(strict)] BUG: a declared bug" in output
 
 
 def test_a_missing_fixture_says_what_to_define(tmp_path: Path) -> None:

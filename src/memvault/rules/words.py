@@ -4,7 +4,9 @@ Text is split into Unicode word runs. CJK ideographs, kana and hangul syllables 
 character at a time (a sentence in those scripts has no spaces), so a query of several such
 characters matches them as a phrase. Matching is case-insensitive and stemmed (Porter), so
 "running" finds "runs". A query matches a message that contains any of its words; more shared
-words and rarer words rank higher (BM25).
+words and rarer words rank higher (BM25). Rarity is counted within the searched resource's own
+messages: what a resource finds, in which order and with which scores, never depends on another
+resource's data.
 
 Any user string is a safe query: operators, quotes and punctuation are plain characters here.
 """

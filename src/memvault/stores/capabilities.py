@@ -35,7 +35,8 @@ class FullTextSearch(Protocol):
         """Messages of the resource (or of one thread) that share words with ``query``, best first.
 
         Semantics in :mod:`memvault.rules.words`: any string is safe; a query without words matches
-        nothing."""
+        nothing. Hits, their order and their scores are a function of the resource's own messages
+        alone: another resource's writes never change them. Ties go to the older message."""
         ...
 
     async def rebuild_search_index(self) -> int:

@@ -166,6 +166,34 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     CREATE VIRTUAL TABLE messages_fts_vocab USING fts5vocab(messages_fts, row);
     """,
+    # 6: each resource's own search statistics (how many messages, how many characters of
+    # indexed text), kept by triggers whoever writes ``messages``, so that search scores are
+    # computed from the resource's data alone (invariant 3), never from the whole index's.
+    """
+    CREATE TABLE search_stats (
+        resource_id TEXT PRIMARY KEY,
+        docs INTEGER NOT NULL,
+        chars INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO search_stats (resource_id, docs, chars)
+        SELECT resource_id, count(*), coalesce(sum(length(body)), 0) FROM messages GROUP BY resource_id;
+    CREATE TRIGGER messages_stats_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES (new.resource_id, 1, length(new.body))
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
+    END;
+    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - length(old.body)
+        WHERE resource_id = old.resource_id;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, resource_id ON messages BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - length(old.body)
+        WHERE resource_id = old.resource_id;
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES (new.resource_id, 1, length(new.body))
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

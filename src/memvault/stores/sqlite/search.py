@@ -1,14 +1,35 @@
-"""Full-text search in SQLite: an FTS5 query over the ``messages_fts`` index.
+"""Full-text search in SQLite: FTS5 finds a resource's matching messages, scored from that
+resource's own statistics.
 
 The index holds each message's body (:func:`memvault.rules.words.index_text`, stemmed by FTS5's
 porter tokenizer) and its resource's scope token (:func:`~.schema.scope_token`); it is filled in
 batches off the write path, and always before a search runs (:func:`~.schema.index_pending`).
 A query's words are matched as :func:`memvault.rules.words.query_groups` makes them, so matching
-agrees with every other store; ranking is FTS5's BM25, best first, ties to the older message.
+agrees with every other store.
+
+Scores are BM25 computed from the resource's data alone (invariant 3), never from FTS5's
+``bm25()``, whose statistics are those of the whole index (every resource's messages: one
+resource could then learn whether another wrote a word from its own hits' scores). For a
+message ``d`` of a resource with ``N`` messages of ``avg`` characters of indexed text on
+average (``search_stats``, kept by triggers), and the query groups it contains::
+
+    score(d) = sum(idf(g)) * (k1 + 1) / (1 + k1 * (1 - b + b * length(d) / avg))
+    idf(g)   = ln((N - n(g) + 0.5) / (n(g) + 0.5) + 1)
+
+where ``n(g)`` is how many of the resource's messages contain ``g`` (FTS5 counts it within the
+resource's scope token) and a group counts once per message (FTS5 gives no term frequencies
+to SQL). Best first; ties go to the older message, then the earlier saved.
+
+A very common word of the resource (in more than ``COMMON_SHARE`` of its messages, and more
+than ``COMMON_MIN_MESSAGES``) is left out of a query that has rarer ones: it adds little to a
+score and would make a search score most of the resource. This too depends on the resource's
+data alone.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
 from typing import Any
 
@@ -21,43 +42,78 @@ COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
 COMMON_SHARE = 0.05
 COMMON_MIN_MESSAGES = 1_000
+K1 = 1.2
+B = 0.75
 
 
-def _uncommon(conn: sqlite3.Connection, groups: list[list[str]]) -> list[list[str]]:
-    """The query's groups without its very common words, when it has rarer ones.
-
-    A word held by more than ``COMMON_SHARE`` of the store's messages (and by more than
-    ``COMMON_MIN_MESSAGES``) adds little to a BM25 score and makes FTS5 score most of the store
-    (measured: 140 ms for one search over 100,000 messages of a small vocabulary). Small stores
-    are never pruned; phrases (CJK runs) are always kept."""
-    words = {stem(g[0]): g for g in groups if len(g) == 1}
-    if len(groups) < 2 or not words:
-        return groups
-    (size,) = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
-    bound = max(COMMON_MIN_MESSAGES, COMMON_SHARE * size)
-    marks = ", ".join("?" * len(words))
-    common = {term for term, docs in conn.execute(
-        f"SELECT term, doc FROM messages_fts_vocab WHERE term IN ({marks})", list(words)) if docs > bound}
-    kept = [g for g in groups if len(g) > 1 or stem(g[0]) not in common]
-    return kept or groups
+def idf(docs: int, having: int) -> float:
+    """BM25's inverse document frequency (always positive), as the reference store computes it."""
+    return math.log((docs - having + 0.5) / (having + 0.5) + 1)
 
 
 def search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int
 ) -> list[SearchHit]:
     """The resource's (or the thread's) messages matching the query ``groups``, best first."""
-    words = fts5_match(_uncommon(conn, groups))
-    match = f'scope : "{scope_token(resource_id)}" AND ({words})'
-    sql = (
-        f"SELECT {COLUMNS}, -bm25(messages_fts, 1.0, 0.0) FROM messages_fts"
-        " JOIN messages AS m ON m.rowid = messages_fts.rowid"
-        " WHERE messages_fts MATCH ? AND m.resource_id = ?"
-    )
-    args: list[Any] = [match, resource_id]
+    stats = conn.execute(
+        "SELECT docs, chars FROM search_stats WHERE resource_id = ?", (resource_id,)).fetchone()
+    if stats is None or not groups:
+        return []
+    docs, chars = int(stats[0]), int(stats[1])
+    scope = f'scope : "{scope_token(resource_id)}" AND '
+    unique = list(dict.fromkeys(tuple(g) for g in groups))
+    common = _common(conn, scope, unique, docs)
+    kept = [g for g in unique if g not in common] or unique
+    having: list[list[int]] = []
+    for group in kept:  # each group's messages in the resource, by FTS5 (one pass each)
+        match = scope + "body : " + (fts5_match([list(group)]) or "")
+        having.append([r for (r,) in conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match,))])
+    weights: dict[int, float] = {}
+    for rowids in having:  # the groups in query order, so that a sum is always made the same way
+        weight = idf(docs, len(rowids))
+        for rowid in rowids:
+            weights[rowid] = weights.get(rowid, 0.0) + weight
+    if not weights:
+        return []
+    average = chars / docs if docs and chars else 0.0
+    scale = K1 * B / average if average else 0.0
+    sql = ("SELECT rowid, length(body), created_us FROM messages WHERE rowid IN"
+           " (SELECT value FROM json_each(?)) AND resource_id = ?")
+    args: list[Any] = [json.dumps(list(weights)), resource_id]
     if thread_id is not None:
-        sql += " AND m.thread_id = ?"
+        sql += " AND thread_id = ?"
         args.append(thread_id)
-    sql += " ORDER BY bm25(messages_fts, 1.0, 0.0), m.created_us LIMIT ?"
-    found = conn.execute(sql, (*args, limit)).fetchall()
-    return [SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))
-            for r in found]
+    scored = sorted(
+        (-(weights[rowid] * (K1 + 1) / (1 + K1 * (1 - B) + scale * length)), created, rowid)
+        for rowid, length, created in conn.execute(sql, args))[:limit]
+    if not scored:
+        return []
+    found = {r[0]: r[1:] for r in conn.execute(
+        f"SELECT m.rowid, {COLUMNS} FROM messages AS m WHERE m.rowid IN"
+        " (SELECT value FROM json_each(?))", (json.dumps([r for _, _, r in scored]),))}
+    return [SearchHit.model_construct(message=rows.message(found[rowid]), score=-negative)
+            for negative, _, rowid in scored if rowid in found]
+
+
+def _common(
+    conn: sqlite3.Connection, scope: str, groups: list[tuple[str, ...]], docs: int
+) -> set[tuple[str, ...]]:
+    """The query's single words held by more than ``COMMON_SHARE`` of the resource's messages
+    (and more than ``COMMON_MIN_MESSAGES``). Only a resource that large has any; a word the
+    whole index holds that rarely is not counted in the resource."""
+    bound = max(COMMON_MIN_MESSAGES, COMMON_SHARE * docs)
+    words = {stem(g[0]): g for g in groups if len(g) == 1}
+    if docs <= bound or len(groups) < 2 or not words:
+        return set()
+    marks = ", ".join("?" * len(words))
+    frequent = [term for term, count in conn.execute(
+        f"SELECT term, doc FROM messages_fts_vocab WHERE term IN ({marks})", list(words)) if count > bound]
+    common: set[tuple[str, ...]] = set()
+    for term in frequent:
+        match = scope + "body : " + (fts5_match([list(words[term])]) or "")
+        (count,) = conn.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (match,)).fetchone()
+        if count > bound:
+            common.add(words[term])
+    return common

@@ -173,23 +173,59 @@ async def test_other_resource_sees_none_of_alices_data(memory: Memory) -> None:
     assert alice[0].text == "alice asks about the weather"
 
 
-@pytest.mark.known_bug(
-    "BUG: SQLite search scores use corpus statistics of the whole messages_fts table (all "
-    "resources), so one resource's scores change with another resource's messages: a "
-    "cross-resource side channel (and ranking can change); the reference store scores within "
-    "the resource",
-    stores=["sqlite"],
-)
+SHARED_WORDS = ["green", "tea", "please", "coffee", "time", "secret", "garden", "paint", "中文"]
+QUERIES = ["green tea", "tea", "coffee please", "secret garden", "green paint time", "中文", "zebra"]
+
+
+def _bob_messages() -> dict[str, list[Message]]:
+    """Bob's threads: few messages, the shared words at various frequencies and lengths."""
+    at = datetime(2024, 5, 1, tzinfo=UTC)
+    texts = {
+        "t1": ["tea time", "green tea please", "coffee", "green paint on the garden wall, green",
+               "我喜欢中文和茶", "time for a long walk before tea, and then more tea and time"],
+        "t2": ["tea in another thread", "secret coffee", "please"],
+    }
+    return {thread: [Message.user(text, id=f"{thread}-b{i}", created_at=at.replace(minute=i))
+                     for i, text in enumerate(lines)] for thread, lines in texts.items()}
+
+
+async def _what_bob_gets(memory: Memory) -> list[Any]:
+    """Every search and recall result of Bob's, score for score."""
+    got: list[Any] = []
+    for query in QUERIES:
+        for kwargs in ({}, {"thread_id": "t1"}, {"limit": 2}):
+            hits = await memory.search_messages(resource_id=BOB, query=query, **kwargs)
+            got.append([(h.message.id, h.score) for h in hits])
+        for scope in ("resource", "thread"):
+            result = await memory.recall(resource_id=BOB, query=query, thread_id="t2",
+                                         options=RecallOptions(scope=scope, top_k=10))
+            got.append([(h.message.id, h.score, h.lexical_score) for h in result.hits])
+            got.append([m.id for m in result.messages])
+    return got
+
+
 @pytest.mark.capability("full_text")
 async def test_search_scores_do_not_depend_on_other_resources(memory: Memory) -> None:
-    texts = {"b1": "tea time", "b2": "green tea please", "b3": "coffee"}
-    await save_texts(memory, texts, thread_id="t", resource_id=BOB)
+    """Another resource's writes (thousands of messages full of the same words, in many
+    threads, before and after Bob's) change nothing Bob gets back: hits, order and scores of
+    search and recall. Its deletions change nothing either."""
+    bob = _bob_messages()
+    for thread, messages in bob.items():
+        await memory.save_messages(messages, thread_id=thread, resource_id=BOB)
+    alone = await _what_bob_gets(memory)
+    assert all(alone[:3]), "the queries find Bob's messages"
 
-    async def scores() -> list[tuple[str, float]]:
-        hits = await memory.search_messages(resource_id=BOB, query="green tea")
-        return [(h.message.id, round(h.score, 9)) for h in hits]
+    await memory.delete_resource(resource_id=BOB)
+    await memory.save_messages([Message.user(" ".join(SHARED_WORDS), id=f"x{i}") for i in range(300)],
+                               thread_id="t1", resource_id=ALICE)
+    for thread, messages in bob.items():
+        await memory.save_messages(messages, thread_id=thread, resource_id=BOB)
+    for batch in range(10):  # 3,000 messages of another resource, every shared word, many lengths
+        await memory.save_messages(
+            [Message.user(" ".join(SHARED_WORDS[: 1 + (i % len(SHARED_WORDS))] * (1 + i % 3)),
+                          id=f"a{batch}-{i}") for i in range(300)],
+            thread_id=f"t{batch % 3}", resource_id=ALICE)
+    assert await _what_bob_gets(memory) == alone
 
-    alone = await scores()
-    await save_texts(memory, {f"a{i}": "green tea secret" for i in range(20)},
-                     thread_id="t", resource_id=ALICE)
-    assert await scores() == alone
+    await memory.delete_resource(resource_id=ALICE)
+    assert await _what_bob_gets(memory) == alone
