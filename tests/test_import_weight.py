@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,20 @@ except MissingExtraError as error:
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "pip install 'memvault[vectors]'" in done.stdout
+
+
+EXTRAS = ("numpy", "httpx", "psycopg", "psycopg_pool", "fastapi", "uvicorn", "mcp", "agents", "usearch",
+          "tiktoken", "bpe_openai", "sentence_transformers", "torch", "fastembed")
+
+
+def test_the_demo_runs_on_the_default_install(tmp_path: Path) -> None:
+    """The README's first command: `memvault demo` with none of the extras' packages importable
+    (they are blocked in sys.modules, as if `pip install memvault` alone had run)."""
+    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in EXTRAS)
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    script = (f"import sys; {blocked}; sys.argv = ['memvault', 'demo', '--db', {url!r}]; "
+              "from memvault.cli.app import main; main()")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "What should I drink on my trip?" in done.stdout

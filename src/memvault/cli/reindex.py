@@ -9,9 +9,8 @@ import typer
 from rich.console import Console
 
 from memvault.cli.common import run
-from memvault.embeddings import resolve_embedder
+from memvault.embeddings import probe, resolve_embedder
 from memvault.memory import Memory
-from memvault.recall.semantic import probe
 
 
 def reindex(

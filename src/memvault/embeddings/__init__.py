@@ -16,7 +16,7 @@ Example::
     vectors = await embedder.embed(["I love green tea", "the stock market fell"])  # (2, 384)
 """
 
-from memvault.embeddings.base import Embedder, EmbeddingError
+from memvault.embeddings.base import Embedder, EmbeddingError, probe
 from memvault.embeddings.cache import CachedEmbedder, CacheStats
 from memvault.embeddings.function import EmbedFunction, FunctionEmbedder
 from memvault.embeddings.resolve import PROVIDERS, EmbedderSpec, resolve_embedder
@@ -30,5 +30,6 @@ __all__ = [
     "EmbedderSpec",
     "EmbeddingError",
     "FunctionEmbedder",
+    "probe",
     "resolve_embedder",
 ]

@@ -185,3 +185,10 @@ class RowsEmbedder:
 
     async def _rows(self, items: list[str]) -> Any:
         raise NotImplementedError
+
+
+async def probe(embedder: Embedder) -> int:
+    """Embed one short text with ``embedder`` and return its dimensions: raises what the
+    embedder raises (no key, server down), so a caller can try it before dropping anything."""
+    vectors = await embedder.embed(["memvault: is the embedder working?"])
+    return len(vectors[0])

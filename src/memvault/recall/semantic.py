@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memvault.embeddings.base import probe
 from memvault.errors import ConfigurationError
 from memvault.model import Message, TextPart, ToolResultPart
 from memvault.recall.types import MessageRef, VectorMatch
@@ -61,13 +62,6 @@ def embedding_text(message: Message, author_key: str = "name") -> str:
     text = "\n".join(c for c in chunks if c.strip())
     name = message.metadata.get(author_key)
     return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
-
-
-async def probe(embedder: Embedder) -> int:
-    """Embed one short text with ``embedder`` and return its dimensions: raises what the
-    embedder raises (no key, server down), so a caller can try it before dropping anything."""
-    vectors = await embedder.embed(["memvault: is the embedder working?"])
-    return len(vectors[0])
 
 
 class SemanticIndex:
