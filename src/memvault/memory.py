@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -42,21 +43,26 @@ from memvault.model import (
 from memvault.options import MemoryOptions
 from memvault.recall import RecallOptions, RecallReader, RecallResult
 from memvault.recall import recall as recall_messages
+from memvault.retention import Sweeper, check_max_age
+from memvault.retention import sweep as sweep_expired
 from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
 from memvault.rules.words import searchable_query
 from memvault.stores import Store, open_store
 from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
 from memvault.stores.capabilities import (
+    STORE_DEFAULT,
     TurnRead,
     require_complete,
     require_embeddings,
     require_export,
     require_full_text,
+    require_retention,
     require_states,
     require_summaries,
     supports_batch_reads,
     supports_purge,
+    supports_retention,
     supports_states,
     supports_summaries,
 )
@@ -91,6 +97,7 @@ class Memory:
         self.options = options or MemoryOptions()
         self.semantic: SemanticIndex | None = None
         self._started = embedder is None
+        self._sweeper: Sweeper | None = None
         if embedder is not None:
             from memvault.embeddings import resolve_embedder
 
@@ -116,6 +123,7 @@ class Memory:
         except BaseException:
             await memory.store.close()
             raise
+        memory.start_sweeping()
         return memory
 
     async def _start(self) -> SemanticIndex | None:
@@ -125,7 +133,9 @@ class Memory:
         return self.semantic
 
     async def close(self) -> None:
-        """Close the store (the sync twin also stops its background loop); closing twice is harmless."""
+        """Stop the background sweep, wait for embeddings, close the store (the sync twin also
+        stops its background loop); closing twice is harmless."""
+        await self.stop_sweeping()
         await self.flush()
         await self.store.close()
 
@@ -343,6 +353,65 @@ class Memory:
         if not supports_purge(self.store):
             raise ConfigurationError(f"{type(self.store).__name__} has no purge step")
         return await self.store.purge()
+
+    # retention (memvault.retention)
+
+    @traced("set_retention")
+    async def set_retention(self, max_age: timedelta | None, *, resource_id: str | None = None) -> None:
+        """Keep messages for ``max_age`` (at least a second, at most 100 years): of the whole
+        store, or of one resource (replacing the store's policy for it). ``None`` removes the
+        policy (a resource then follows the store's). From now on every read leaves out messages
+        older than that, and the sweep erases them (:mod:`memvault.retention`). The policy is
+        kept in the store: every process sees it; deleting the resource removes its own."""
+        max_age = check_max_age(max_age)
+        await require_retention(self.store).set_retention(self._retention_key(resource_id), max_age)
+
+    async def get_retention(self, *, resource_id: str | None = None) -> timedelta | None:
+        """The policy in force for ``resource_id`` (its own, else the store's), or the store's
+        with no resource; ``None`` when messages are kept until deleted."""
+        policies = await require_retention(self.store).retention_policies()
+        if resource_id is not None and (own := policies.get(self._retention_key(resource_id))):
+            return own
+        return policies.get(STORE_DEFAULT)
+
+    async def retention_policies(self) -> dict[str | None, timedelta]:
+        """Every policy set: ``None`` for the store's, then each resource's by id."""
+        policies = await require_retention(self.store).retention_policies()
+        return {(None if key == STORE_DEFAULT else key): age for key, age in policies.items()}
+
+    @traced("sweep")
+    async def sweep(self, *, resource_id: str | None = None) -> dict[str, int]:
+        """Erase the expired messages now (of every resource, or of one), with their derived data,
+        and the threads they leave empty and idle beyond the retention period; returns how many
+        ``messages``, ``threads`` and ``resources`` (:func:`memvault.retention.sweep`)."""
+        rid = None if resource_id is None else _id(resource_id, "resource_id")
+        swept = await sweep_expired(require_retention(self.store), await self._start(), resource_id=rid)
+        return swept.as_dict()
+
+    def _retention_key(self, resource_id: str | None) -> str:
+        if resource_id is None:
+            return STORE_DEFAULT
+        resource_id = _id(resource_id, "resource_id")
+        if resource_id in RESERVED_RESOURCES:
+            raise ValidationError(f"{resource_id!r} is reserved: it holds memvault's own records")
+        return resource_id
+
+    def start_sweeping(self) -> None:
+        """Sweep in the background every ``options.sweep_interval`` seconds (the first a minute
+        after this call, or sooner for a shorter interval) until :meth:`close` or
+        :meth:`stop_sweeping`, if the store keeps retention policies. :meth:`open` calls it;
+        a Memory built around a store you opened yourself sweeps only when this is called, or
+        when :meth:`sweep` is. Needs a running event loop; calling it again does nothing."""
+        interval = self.options.sweep_interval
+        if self._sweeper is None and interval is not None and supports_retention(self.store):
+            self._sweeper = Sweeper(self.sweep, interval)
+            self._sweeper.start()
+
+    async def stop_sweeping(self) -> None:
+        """Stop the background sweep (a sweep in progress is cancelled; it erases nothing half)."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            await sweeper.stop()
 
     @traced("search_messages")
     async def search_messages(

@@ -45,6 +45,9 @@ class MemoryOptions:
     a function from text to a count, or a name :func:`memvault.rules.tokens.resolve_token_counter`
     knows (``"o200k_base"``, ``"gpt-4o"``, ``"estimate"``); default: the offline estimate
     :func:`memvault.rules.tokens.estimate_tokens`. A name is resolved when the options are made.
+    ``sweep_interval``: seconds between the background retention sweeps of an open memory whose
+    store has a retention policy (:mod:`memvault.retention`; default 3600, the first a minute after
+    opening); ``None`` sweeps only on demand.
     """
 
     history: HistoryOptions = field(default_factory=HistoryOptions)
@@ -52,7 +55,11 @@ class MemoryOptions:
     recall: RecallOptions = field(default_factory=RecallOptions)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     token_counter: TokenCounter = estimate_tokens
+    sweep_interval: float | None = 3600.0
 
     def __post_init__(self) -> None:
+        if self.sweep_interval is not None and not (
+                isinstance(self.sweep_interval, int | float) and 0 < self.sweep_interval < float("inf")):
+            raise ValidationError("sweep_interval must be a positive number of seconds or None")
         if not callable(self.token_counter):
             object.__setattr__(self, "token_counter", resolve_token_counter(self.token_counter))

@@ -11,13 +11,15 @@ naming what is missing. The three built-in stores implement all of them.
 - :class:`EmbeddingStore`: persisted message vectors (semantic recall);
 - :class:`ExportStore`: listing and exact restore, for copy, export and stats;
 - :class:`BatchReads`: a turn's reads in one call each (fewer round trips);
-- :class:`Purge`: the step that makes deleted data unrecoverable from the database files.
+- :class:`Purge`: the step that makes deleted data unrecoverable from the database files;
+- :class:`Retention`: how long messages are kept (a store-wide and per-resource maximum age).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 
 from memvault.errors import ConfigurationError
@@ -226,6 +228,42 @@ class Purge(Protocol):
         ...
 
 
+Expired = tuple[str, str, str]
+"""An erased expired message: ``(resource_id, thread_id, message_id)``."""
+STORE_DEFAULT = ""
+"""The key under which a store keeps its store-wide retention policy (no resource id is empty)."""
+
+
+@runtime_checkable
+class Retention(Protocol):
+    """How long messages are kept: a store-wide maximum age and per-resource ones.
+
+    A resource's *effective* policy is its own, else the store's; with neither, its messages
+    are kept until deleted. A message is *expired* when its ``created_at`` is older than now
+    minus the effective maximum age. Every read of the store (``get_messages``, ``search_messages``,
+    ``read_turn``, ``read_around``, and through them recall, export and copy) leaves expired
+    messages out, exactly as if they were deleted, from the moment they expire: a page cursor
+    naming an expired message still works, and full-text scores may still count expired
+    messages until they are swept. :meth:`expire_messages` erases them with their derived data
+    (full-text entries, vectors, the summaries covering them), with the store's deletion
+    semantics (SQLite: overwritten, index merged, WAL truncated)."""
+
+    async def set_retention(self, resource_id: str, max_age: timedelta | None) -> None:
+        """Set the maximum age of ``resource_id``'s messages (:data:`STORE_DEFAULT` for the
+        store-wide policy); ``None`` removes that policy. Deleting the resource removes its own."""
+        ...
+
+    async def retention_policies(self) -> dict[str, timedelta]:
+        """Every policy set, by resource id (:data:`STORE_DEFAULT` for the store-wide one)."""
+        ...
+
+    async def expire_messages(self, now: datetime, resource_id: str | None = None) -> list[Expired]:
+        """Erase the messages expired at ``now``, each under its resource's effective policy, of
+        every resource (or only of ``resource_id``), in one transaction; returns their
+        ``(resource_id, thread_id, message_id)``. Nothing happens without a policy."""
+        ...
+
+
 def _implements(kind: type[Any], capability: type[Any]) -> bool:
     answer = _ANSWERS.get((kind, capability))
     if answer is None:
@@ -279,6 +317,11 @@ def supports_purge(store: object) -> TypeGuard[Purge]:
     return _supports(store, Purge)
 
 
+def supports_retention(store: object) -> TypeGuard[Retention]:
+    """Whether ``store`` has :class:`Retention`."""
+    return _supports(store, Retention)
+
+
 def _missing(store: object, what: str) -> ConfigurationError:
     return ConfigurationError(f"{type(store).__name__} has no {what}: use a store that implements it "
                               "(the built-in memory://, sqlite:/// and postgresql:// stores all do)")
@@ -316,6 +359,13 @@ def require_export(store: object) -> ExportStore:
     """``store`` as an :class:`ExportStore`, or :class:`ConfigurationError`."""
     if not supports_export(store):
         raise _missing(store, "listing and restore (ExportStore)")
+    return store
+
+
+def require_retention(store: object) -> Retention:
+    """``store`` as a :class:`Retention`, or :class:`ConfigurationError`."""
+    if not supports_retention(store):
+        raise _missing(store, "retention policies")
     return store
 
 

@@ -8,8 +8,9 @@ with respect to the event loop.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
@@ -23,7 +24,7 @@ from memvault.stores.base import (
     WorkingMemoryUpdate,
     _Unset,
 )
-from memvault.stores.capabilities import TurnRead
+from memvault.stores.capabilities import STORE_DEFAULT, Expired, TurnRead
 from memvault.stores.common import (
     changed_thread,
     check_limit,
@@ -64,6 +65,7 @@ class InMemoryStore:
         self._resources: dict[str, _Resource] = {}
         self._next_cursor = 1
         self._model: tuple[str, int] | None = None
+        self._retention: dict[str, timedelta] = {}
 
     def _resource(self, resource_id: str) -> _Resource:
         return self._resources.setdefault(resource_id, _Resource())
@@ -158,7 +160,7 @@ class InMemoryStore:
         record = self._record(resource_id, thread_id)
         if record is None:
             return []
-        ordered = list(record.messages.values())
+        ordered = self._visible(resource_id, record.messages.values())
         if query.ids is not None:
             wanted = set(query.ids)
             keep: set[int] = set()
@@ -168,9 +170,11 @@ class InMemoryStore:
             ordered = [m for i, m in enumerate(ordered) if i in keep]
         else:
             if query.after is not None:
-                ordered = ordered[self._position(record, query.after) + 1 :]
+                after = self._seq(record, query.after)
+                ordered = [m for m in ordered if m.seq is not None and m.seq > after]
             if query.before is not None:
-                ordered = ordered[: self._position(record, query.before, ordered)]
+                before = self._seq(record, query.before)
+                ordered = [m for m in ordered if m.seq is not None and m.seq < before]
         if query.last_n is not None:
             ordered = ordered[-query.last_n :] if query.last_n else []
         if query.first_n is not None:
@@ -178,14 +182,12 @@ class InMemoryStore:
         return [m.model_copy(deep=True) for m in ordered]
 
     @staticmethod
-    def _position(
-        record: _ThreadRecord, message_id: str, within: list[Message] | None = None
-    ) -> int:
+    def _seq(record: _ThreadRecord, message_id: str) -> int:
+        """The seq of a page cursor's message (an expired one included)."""
         cursor = record.messages.get(message_id)
         if cursor is None or cursor.seq is None:
             raise NotFoundError(f"message {message_id!r} is not in this thread")
-        ordered = within if within is not None else list(record.messages.values())
-        return sum(1 for m in ordered if m.seq is not None and m.seq < cursor.seq)
+        return cursor.seq
 
     async def delete_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> int:
         record = self._record(resource_id, thread_id)
@@ -210,6 +212,7 @@ class InMemoryStore:
         return count
 
     async def delete_resource(self, resource_id: str) -> Deleted:
+        self._retention.pop(resource_id, None)
         resource = self._resources.pop(resource_id, None)
         if resource is None:
             return Deleted()
@@ -219,6 +222,38 @@ class InMemoryStore:
             working_memories=len(resource.working_memory),
             states=len(resource.states),
         )
+
+    # retention (memvault.stores.capabilities.Retention)
+
+    async def set_retention(self, resource_id: str, max_age: timedelta | None) -> None:
+        if max_age is None:
+            self._retention.pop(resource_id, None)
+        else:
+            self._retention[resource_id] = max_age
+
+    async def retention_policies(self) -> dict[str, timedelta]:
+        return dict(sorted(self._retention.items()))
+
+    async def expire_messages(self, now: datetime, resource_id: str | None = None) -> list[Expired]:
+        expired: list[Expired] = []
+        for rid in [resource_id] if resource_id is not None else list(self._resources):
+            cutoff, resource = self._cutoff(rid, now), self._resources.get(rid)
+            if cutoff is None or resource is None:
+                continue
+            for thread_id, record in resource.threads.items():
+                ids = [m.id for m in record.messages.values() if m.created_at < cutoff]
+                await self.delete_messages(rid, thread_id, ids)
+                expired += [(rid, thread_id, i) for i in ids]
+        return expired
+
+    def _cutoff(self, resource_id: str, at: datetime | None = None) -> datetime | None:
+        """The oldest ``created_at`` the resource's reads return, or ``None`` (no policy)."""
+        max_age = self._retention.get(resource_id) or self._retention.get(STORE_DEFAULT)
+        return None if max_age is None else (at or now()) - max_age
+
+    def _visible(self, resource_id: str, messages: Iterable[Message]) -> list[Message]:
+        cutoff = self._cutoff(resource_id)
+        return [m for m in messages if cutoff is None or m.created_at >= cutoff]
 
     # summaries
 
@@ -256,7 +291,8 @@ class InMemoryStore:
             return []
         records = [r for tid, r in resource.threads.items() if thread_id in (None, tid)]
         docs = [(m, tokens(index_text(m))) for r in records for m in r.messages.values()]
-        return _bm25(groups, docs)[:limit]
+        cutoff = self._cutoff(resource_id)  # scores count expired messages until they are swept
+        return [h for h in _bm25(groups, docs) if cutoff is None or h.message.created_at >= cutoff][:limit]
 
     async def rebuild_search_index(self) -> int:
         """Nothing to rebuild: the reference store searches the messages themselves."""

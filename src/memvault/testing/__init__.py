@@ -63,6 +63,7 @@ from memvault.stores.capabilities import (
     supports_embeddings,
     supports_export,
     supports_full_text,
+    supports_retention,
     supports_states,
     supports_summaries,
 )
@@ -76,14 +77,16 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
     "embeddings": supports_embeddings,
     "export": supports_export,
     "batch_reads": supports_batch_reads,
+    "retention": supports_retention,
 }
 """The optional capabilities a test can require, by name, with the guard that answers for a store:
 ``full_text`` (:class:`~memvault.stores.capabilities.FullTextSearch`), ``states``
 (:class:`~memvault.stores.capabilities.StateStore`), ``summaries``
 (:class:`~memvault.stores.capabilities.SummaryStore`), ``embeddings``
 (:class:`~memvault.stores.capabilities.EmbeddingStore`), ``export``
-(:class:`~memvault.stores.capabilities.ExportStore`) and ``batch_reads``
-(:class:`~memvault.stores.capabilities.BatchReads`)."""
+(:class:`~memvault.stores.capabilities.ExportStore`), ``batch_reads``
+(:class:`~memvault.stores.capabilities.BatchReads`) and ``retention``
+(:class:`~memvault.stores.capabilities.Retention`)."""
 
 Opened = AbstractAsyncContextManager[Store] | Awaitable[Store]
 

@@ -16,12 +16,14 @@ from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
 from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.retention import VISIBLE, visible_args
 from memvault.stores.postgres.search import COLUMNS
 from memvault.stores.postgres.threads import lock_thread
 
 Prepared = tuple[Message, str, str, str]
 """A message to save with its parts JSON, metadata JSON and search document."""
-_THREAD = "m.resource_id = %(resource)s AND m.thread_id = %(thread)s"
+_THREAD = f"m.resource_id = %(resource)s AND m.thread_id = %(thread)s AND {VISIBLE}"
+"""A thread's messages that are not expired (:mod:`.retention`)."""
 
 
 async def save_messages(conn: Conn, resource_id: str, thread_id: str, prepared: list[Prepared]) -> list[int]:
@@ -74,8 +76,9 @@ async def _seqs(conn: Conn, resource_id: str, thread_id: str, ids: list[str]) ->
 
 
 async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: MessageQuery) -> list[Message]:
-    """The messages ``query`` selects (see :class:`MessageQuery`), in seq order."""
-    args: dict[str, Any] = {"resource": resource_id, "thread": thread_id}
+    """The messages ``query`` selects (see :class:`MessageQuery`), in seq order; expired messages
+    (the resource's retention policy) are left out."""
+    args: dict[str, Any] = {**visible_args(resource_id), "thread": thread_id}
     if query.ids is not None:
         found = await _around(conn, args, list(query.ids), query.message_range)
         if query.last_n is not None:

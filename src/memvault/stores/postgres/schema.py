@@ -139,6 +139,14 @@ MIGRATIONS: tuple[str, ...] = (
     FOR EACH ROW WHEN (OLD.parts IS DISTINCT FROM NEW.parts)
     EXECUTE FUNCTION memvault_forget_edited_summary();
     """,
+    # 5: retention policies: the maximum age of a resource's messages ('' for the store-wide
+    # policy), read by every message read (:mod:`.retention`).
+    """
+    CREATE TABLE retention (
+        resource_id text COLLATE "C" PRIMARY KEY,
+        max_age_us bigint NOT NULL
+    );
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -25,6 +25,7 @@ from memvault.model import Message, SearchHit
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
 from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.retention import VISIBLE, visible_args
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -89,13 +90,13 @@ async def search(
 ) -> list[SearchHit]:
     """The resource's (or the thread's) messages matching ``query`` (a :func:`tsquery`), best
     first; ties go to the older message."""
-    where = "m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s)"
+    where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
     if thread_id is not None:
         where += " AND m.thread_id = %(thread)s"
     cursor = await conn.execute(
         f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
         f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
-        {"resource": resource_id, "query": query, "thread": thread_id, "limit": limit},
+        {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
     )
     return [
         SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))

@@ -23,6 +23,7 @@ with concurrent writers is in the modules of its transaction bodies.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
@@ -32,13 +33,14 @@ from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.capabilities import TurnRead
+from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import purge as _purge
 from memvault.stores.postgres import records as _records
+from memvault.stores.postgres import retention as _retention
 from memvault.stores.postgres import search as _search
 from memvault.stores.postgres import summaries as _summaries
 from memvault.stores.postgres import threads as _threads
@@ -134,6 +136,17 @@ class PostgresStore:
         of the schema (:mod:`~.purge`; locks each table while it rewrites it). A deletion only
         marks rows dead: run this after deletions that must be erased (right to erasure)."""
         return await self._db.read(_purge.purge)
+
+    # retention (memvault.stores.capabilities.Retention; :mod:`.retention`)
+
+    async def set_retention(self, resource_id: str, max_age: timedelta | None) -> None:
+        await self._db.write(_retention.set_retention, resource_id, max_age)
+
+    async def retention_policies(self) -> dict[str, timedelta]:
+        return await self._db.read(_retention.retention_policies)
+
+    async def expire_messages(self, now: datetime, resource_id: str | None = None) -> list[Expired]:
+        return await self._db.write(_retention.expire_messages, now, resource_id)
 
     # search
 

@@ -97,7 +97,7 @@ async def delete_resource(conn: Conn, resource_id: str) -> Deleted:
         cursor = await conn.execute(query, (resource_id, *args))
         return cursor.rowcount
 
-    return Deleted(
+    deleted = Deleted(
         messages=await delete(
             "DELETE FROM messages WHERE resource_id = %s AND thread_id = ANY(%s::text[])", locked
         ),
@@ -105,3 +105,5 @@ async def delete_resource(conn: Conn, resource_id: str) -> Deleted:
         working_memories=await delete("DELETE FROM working_memory WHERE resource_id = %s"),
         states=await delete("DELETE FROM states WHERE resource_id = %s"),
     )
+    await delete("DELETE FROM retention WHERE resource_id = %s")  # its own policy, not the store's
+    return deleted

@@ -16,6 +16,7 @@ from memvault.model import Message, now
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
+from memvault.stores.sqlite.retention import cutoff_us
 from memvault.stores.sqlite.threads import get_thread
 
 _CHUNK = 500
@@ -60,16 +61,17 @@ def save_messages(
 
 
 def _existing_seqs(
-    conn: sqlite3.Connection, resource_id: str, thread_id: str, ids: list[str]
+    conn: sqlite3.Connection, resource_id: str, thread_id: str, ids: list[str], cutoff: int | None = None
 ) -> dict[str, int]:
+    """The seqs of those of ``ids`` the thread has (created at ``cutoff`` or later, if given)."""
     found: dict[str, int] = {}
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), _CHUNK):
         chunk = unique[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
         found.update(conn.execute(
-            f"SELECT id, seq FROM messages WHERE resource_id = ? AND thread_id = ? AND id IN ({marks})",
-            (resource_id, thread_id, *chunk),
+            f"SELECT id, seq FROM messages WHERE resource_id = ? AND thread_id = ? AND id IN ({marks})"
+            " AND created_us >= ?", (resource_id, thread_id, *chunk, -(2**63) if cutoff is None else cutoff),
         ).fetchall())
     return found
 
@@ -77,11 +79,15 @@ def _existing_seqs(
 def get_messages(
     conn: sqlite3.Connection, resource_id: str, thread_id: str, query: MessageQuery
 ) -> list[Message]:
-    """The messages ``query`` selects (see :class:`MessageQuery`), in seq order."""
+    """The messages ``query`` selects (see :class:`MessageQuery`), in seq order; expired
+    messages (the resource's retention policy, :mod:`.retention`) are left out."""
     where = "resource_id = ? AND thread_id = ?"
-    key = (resource_id, thread_id)
+    key: tuple[Any, ...] = (resource_id, thread_id)
+    cutoff = cutoff_us(conn, resource_id)
+    if cutoff is not None:
+        where, key = f"{where} AND created_us >= ?", (*key, cutoff)
     if query.ids is not None:
-        seqs = sorted(_existing_seqs(conn, resource_id, thread_id, list(query.ids)).values())
+        seqs = sorted(_existing_seqs(conn, resource_id, thread_id, list(query.ids), cutoff).values())
         wanted: set[int] = set(seqs)
         for seq in seqs if query.message_range else []:
             for op, order in (("<", "DESC"), (">", "ASC")):

@@ -194,6 +194,14 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
     """,
+    # 7: retention policies: the maximum age of a resource's messages ('' for the store-wide
+    # policy), read by every message read (:mod:`.retention`).
+    """
+    CREATE TABLE retention (
+        resource_id TEXT PRIMARY KEY,
+        max_age_us INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

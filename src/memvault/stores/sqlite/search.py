@@ -36,6 +36,7 @@ from typing import Any
 from memvault.model import SearchHit
 from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
+from memvault.stores.sqlite.retention import cutoff_us
 from memvault.stores.sqlite.schema import scope_token
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
@@ -81,6 +82,10 @@ def search(
     sql = ("SELECT rowid, length(body), created_us FROM messages WHERE rowid IN"
            " (SELECT value FROM json_each(?)) AND resource_id = ?")
     args: list[Any] = [json.dumps(list(weights)), resource_id]
+    cutoff = cutoff_us(conn, resource_id)  # expired messages are never hits (scores count them until swept)
+    if cutoff is not None:
+        sql += " AND created_us >= ?"
+        args.append(cutoff)
     if thread_id is not None:
         sql += " AND thread_id = ?"
         args.append(thread_id)

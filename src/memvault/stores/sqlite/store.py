@@ -10,6 +10,8 @@
   In a URL: ``sqlite:///path.db?durability=full``.
 - Full-text indexing is off the write path: new messages are indexed in batches, and always
   before a search runs, so search sees every saved message (:mod:`~.schema`).
+- Retention policies (:mod:`~.retention`): every read leaves expired messages out; the sweep
+  erases them like any deletion.
 - Erasure is real: deleted text is overwritten (``secure_delete``), dropped from the full-text
   index and checkpointed out of the WAL before a deletion returns (:mod:`~.erase`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
@@ -25,6 +27,7 @@ capability (:mod:`~.threads`, :mod:`~.messages`, :mod:`~.records`, :mod:`~.searc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -33,12 +36,13 @@ from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPag
 from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
-from memvault.stores.capabilities import TurnRead
+from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import export as _export
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
+from memvault.stores.sqlite import retention as _retention
 from memvault.stores.sqlite import search as _search
 from memvault.stores.sqlite import summaries as _summaries
 from memvault.stores.sqlite import threads as _threads
@@ -53,6 +57,7 @@ _DELETE_THREAD = erasing(_threads.delete_thread)
 _DELETE_MESSAGES = erasing(_messages.delete_messages)
 _CLEAR_THREAD = erasing(_messages.clear_thread)
 _DELETE_RESOURCE = erasing(_threads.delete_resource)
+_EXPIRE_MESSAGES = erasing(_retention.expire_messages)
 SMALL_READ = 200
 """A read of at most this many newest or oldest messages (a history window) runs on the caller's
 thread (:meth:`SqliteWorker.read_small`)."""
@@ -172,6 +177,18 @@ class SqliteStore:
         deletion already does all but the VACUUM; run this after a deletion that another
         process's open reader kept from truncating the WAL."""
         return await self._worker.purge()
+
+    # retention (memvault.stores.capabilities.Retention; :mod:`.retention`)
+
+    async def set_retention(self, resource_id: str, max_age: timedelta | None) -> None:
+        await self._write(_retention.set_retention, resource_id, max_age)
+
+    async def retention_policies(self) -> dict[str, timedelta]:
+        return await self._read(_retention.retention_policies)
+
+    async def expire_messages(self, now: datetime, resource_id: str | None = None) -> list[Expired]:
+        expired: list[Expired] = await self._write(_EXPIRE_MESSAGES, now, resource_id)
+        return await self._erased(expired) if expired else expired
 
     async def search_messages(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10

@@ -77,9 +77,11 @@ def delete_resource(conn: sqlite3.Connection, resource_id: str) -> Deleted:
     def delete(table: str) -> int:
         return int(conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", (resource_id,)).rowcount)
 
-    return Deleted(
+    deleted = Deleted(
         messages=delete("messages"),
         threads=delete("threads"),
         working_memories=delete("working_memory"),
         states=delete("states"),
     )
+    delete("retention")  # its own policy (never the store-wide one: no resource id is empty)
+    return deleted

@@ -23,6 +23,7 @@ from memvault.testing.suite import (
     test_ordering_properties,
     test_record_counts,
     test_reference,
+    test_retention,
     test_search,
     test_search_isolation_properties,
     test_states,
@@ -44,6 +45,7 @@ MODULES: tuple[ModuleType, ...] = (
     test_search_isolation_properties,
     test_ordering_properties,
     test_record_counts,
+    test_retention,
     test_embedding_store,
     test_reference,
 )
