@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -93,3 +94,27 @@ async def test_purge_leaves_no_deleted_row_in_the_table_files(schema_url: tuple[
         assert after == 0, f"{after} copies of the marker left after purge (before: {before})"
         assert len(await memory.get_messages(thread_id="kept", resource_id="ann")) == 40
         assert len(await memory.search_messages(resource_id="ann", query="lighthouses", limit=50)) == 40
+
+
+async def test_sweep_then_purge_leaves_no_expired_row_in_the_table_files(
+    schema_url: tuple[str, str],
+) -> None:
+    """Retention on PostgreSQL: the sweep deletes the expired rows (reads never return them even
+    before), and purge makes them unrecoverable from the table files, as after any deletion."""
+    url, store_url = schema_url
+    schema = store_url.split("schema=")[-1]
+    marker = f"mk{uuid.uuid4().hex}0"
+    old = (datetime.now(UTC) - timedelta(days=100)).isoformat()
+    async with await Memory.open(store_url) as memory:
+        await memory.save_messages(
+            [{"id": f"o{i}", "role": "user", "created_at": old,
+              "parts": [{"type": "text", "text": f"{i} {marker}"}]} for i in range(40)]
+            + [{"id": f"n{i}", "role": "user", "parts": [{"type": "text", "text": f"{i} lighthouses"}]}
+               for i in range(40)], thread_id="t", resource_id="ann")
+        await memory.set_retention(timedelta(days=90))
+        assert not await memory.search_messages(resource_id="ann", query=marker)
+        assert await memory.sweep() == {"messages": 40, "threads": 0, "resources": 1}
+        assert await copies(url, schema, marker) > 0  # deleted, still in the files until purge
+        await memory.purge()
+        assert await copies(url, schema, marker) == 0
+        assert len(await memory.get_messages(thread_id="t", resource_id="ann")) == 40

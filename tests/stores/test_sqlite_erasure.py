@@ -13,6 +13,7 @@ import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,32 @@ async def test_purge_vacuums_and_truncates_the_wal(tmp_path: Path) -> None:
 async def test_the_memory_store_has_a_trivial_purge() -> None:
     async with await Memory.open("memory://") as memory:
         assert await memory.purge() == {}
+
+
+async def test_swept_messages_are_in_no_file_once_the_sweep_returns(tmp_path: Path) -> None:
+    """Retention's sweep erases like a deletion: expired messages (and the summary covering
+    them) leave no byte behind, the store open or closed; the young messages stay found."""
+    db = tmp_path / "m.db"
+    marker = f"mk{uuid.uuid4().hex}0"
+    old = datetime.now(UTC) - timedelta(days=100)
+    memory = await Memory.open(f"sqlite:///{db}")
+    try:
+        for batch in range(5):
+            await memory.save_messages(
+                [{**text(batch * 30 + i, marker), "created_at": old.isoformat()} for i in range(30)]
+                + [text(1000 + batch * 30 + i, "lighthouses") for i in range(30)],
+                thread_id="t", resource_id="ann")
+            assert await memory.search_messages(resource_id="ann", query=marker)  # indexes the batch
+        await memory.save_summary(f"talked about {marker}", thread_id="t", resource_id="ann",
+                                  through_message_id="m10", expected_version=None)
+        before = copies(db, marker)
+        assert before["db"] + before["-wal"] > 100, before
+        await memory.set_retention(timedelta(days=90), resource_id="ann")
+        assert not await memory.search_messages(resource_id="ann", query=marker)  # expired: never read
+        assert await memory.sweep() == {"messages": 150, "threads": 0, "resources": 1}
+        assert copies(db, marker) == {"db": 0, "-wal": 0, "-shm": 0}  # the store still open
+        assert await memory.get_summary(thread_id="t", resource_id="ann") is None
+        assert len(await memory.search_messages(resource_id="ann", query="lighthouses", limit=200)) == 150
+    finally:
+        await memory.close()
+    assert copies(db, marker) == {"db": 0, "-wal": 0, "-shm": 0}  # closed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from memvault.cli import bench, chat, copy, delete, demo, lookup, reindex, threads, transfer
+from memvault.cli import bench, chat, copy, delete, demo, lookup, reindex, retention, threads, transfer
 from memvault.cli import mcp as mcp_command
 from memvault.cli import serve as serve_command
 
@@ -28,6 +28,8 @@ app.command("export")(transfer.export)
 app.command("import")(transfer.import_)
 app.command("delete")(delete.delete)
 app.command("purge")(delete.purge)
+app.add_typer(retention.app, name="retention")
+app.command("sweep")(retention.sweep)
 app.command("mcp")(mcp_command.mcp)
 app.command("serve")(serve_command.serve)
 app.add_typer(serve_command.keys, name="keys")

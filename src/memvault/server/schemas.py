@@ -150,3 +150,29 @@ class Stats(BaseModel):
 
 
 assert tuple(Stats.model_fields) == STAT_KINDS
+
+
+MAX_AGE_SECONDS = 36_525 * 86_400
+"""The longest retention policy, in seconds (100 years: :data:`memvault.retention.MAX_AGE_LIMIT`)."""
+
+
+class RetentionIn(Body):
+    max_age_seconds: int | None = Field(
+        ge=1, le=MAX_AGE_SECONDS,
+        description="Keep messages this many seconds (null removes the policy).")
+
+
+class Retention(BaseModel):
+    max_age_seconds: int | None = Field(description="The policy in force (null: kept until deleted).")
+    resource_max_age_seconds: int | None = Field(description="The resource's own policy, if any.")
+    store_max_age_seconds: int | None = Field(description="The store's policy, if any.")
+
+
+class StoreRetention(BaseModel):
+    max_age_seconds: int | None = Field(description="The store's policy (null: none).")
+
+
+class Swept(BaseModel):
+    messages: int
+    threads: int
+    resources: int

@@ -95,7 +95,8 @@ class Memory:
             raise
 
     def close(self) -> None:
-        """Close the store (the sync twin also stops its background loop); closing twice is harmless."""
+        """Stop the background sweep, wait for embeddings, close the store (the sync twin also
+        stops its background loop); closing twice is harmless."""
         if self._portal.closed:
             return
         try:
@@ -125,6 +126,14 @@ class Memory:
 
     recall_reader.__doc__ = AsyncMemory.recall_reader.__doc__
 
+    def start_sweeping(self) -> None:
+        async def start() -> None:
+            self.aio.start_sweeping()
+
+        self._portal.run(start())
+
+    start_sweeping.__doc__ = AsyncMemory.start_sweeping.__doc__
+
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
@@ -141,6 +150,11 @@ class Memory:
     clear_thread = _twin(AsyncMemory.clear_thread)
     delete_resource = _twin(AsyncMemory.delete_resource)
     purge = _twin(AsyncMemory.purge)
+    set_retention = _twin(AsyncMemory.set_retention)
+    get_retention = _twin(AsyncMemory.get_retention)
+    retention_policies = _twin(AsyncMemory.retention_policies)
+    sweep = _twin(AsyncMemory.sweep)
+    stop_sweeping = _twin(AsyncMemory.stop_sweeping)
     search_messages = _twin(AsyncMemory.search_messages)
     get_working_memory = _twin(AsyncMemory.get_working_memory)
     update_working_memory = _twin(AsyncMemory.update_working_memory)

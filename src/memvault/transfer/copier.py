@@ -15,7 +15,9 @@ What is copied, per resource (in resource id order):
 
 but not the API key records (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`) unless
 ``include_keys``; then the stored embeddings (model, dimensions and every message's vector),
-after all messages.
+after all messages; and, when both stores keep them, the retention policies (the store's and
+those of the copied resources; :mod:`memvault.retention`). Messages already expired in the
+source are not copied (every read leaves them out), nor their vectors.
 Derived search indexes are rebuilt by the target as it saves.
 
 The target must be empty (no resource, no embedding model): :func:`copy_store` raises
@@ -40,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 from memvault.errors import ConfigurationError
 from memvault.model import Message, Thread
 from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
-from memvault.stores.capabilities import CompleteStore, require_complete
+from memvault.stores.capabilities import STORE_DEFAULT, CompleteStore, require_complete, supports_retention
 from memvault.stores.common import to_micros
 from memvault.transfer.reserved import KEYS_RESOURCE
 
@@ -198,6 +200,10 @@ async def copy_store(
             if state is not None:
                 await dst.restore_state(state)
                 copied["states"] += 1
+    if supports_retention(src) and supports_retention(dst):
+        for key, max_age in (await src.retention_policies()).items():
+            if key == STORE_DEFAULT or key in resources:
+                await dst.set_retention(key, max_age)
     model = await src.embedding_model()
     if model is not None:
         report(CopyProgress("embeddings", None, len(resources), len(resources), 0, 0, copied["messages"]))
