@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import io
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -108,6 +108,10 @@ CALLS = [
     Call("recall", kwargs={"query": "alice weather"}, needs=("full_text",)),
     Call("recall", kwargs={"query": "alice weather", "options": RecallOptions(scope="thread")},
          needs=("full_text",)),
+    Call("set_retention", (timedelta(days=1),), needs=("retention",)),
+    Call("set_retention", (None,), needs=("retention",)),
+    Call("get_retention", needs=("retention",)),
+    Call("sweep", needs=("retention",)),
 ]
 
 
