@@ -77,6 +77,11 @@ CASES = [
     Case("PUT", "/v1/working-memory", "/v1/working-memory", 404,
          body={"content": "taken over", "thread_id": "{thread}"}),
     Case("GET", "/v1/stats", "/v1/stats", 200),
+    Case("GET", "/v1/retention", "/v1/retention", 200),
+    Case("PUT", "/v1/retention", "/v1/retention", 200, body={"max_age_seconds": 86_400}),
+    Case("GET", "/v1/store/retention", "/v1/store/retention", 403),
+    Case("PUT", "/v1/store/retention", "/v1/store/retention", 403, body={"max_age_seconds": 1}),
+    Case("POST", "/v1/store/sweep", "/v1/store/sweep", 403),
 ]
 
 
