@@ -112,6 +112,9 @@ class SqliteWorker:
         self._reader = self._open(_INLINE_WAIT)
         self._reader.execute("PRAGMA query_only = ON")
         self._reader.execute("PRAGMA secure_delete = ON")
+        # SQLCipher derives a passphrase's key on a connection's first read: here, not in the
+        # first history read (tens of milliseconds)
+        self._retry(self._reader.execute, "SELECT count(*) FROM sqlite_master")
         self._key = None
 
     def _open(self, timeout: float) -> sqlite3.Connection:
