@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memvault import Memory, Message
-from memvault.errors import ConfigurationError, EncryptionKeyError
+from memvault.errors import ConfigurationError, EncryptionKeyError, StoreError
 from memvault.stores import open_store, sqlite_options
 from memvault.stores.sqlite import SqliteStore
 from memvault.transfer.copier import digest
@@ -413,3 +413,68 @@ def test_any_passphrase_round_trips(key: str) -> None:
 def test_any_raw_key_round_trips(key: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(_round_trip(Path(folder), key))
+
+
+# --------------------------------------------------------------------------------------------
+# Several processes on one encrypted file
+# --------------------------------------------------------------------------------------------
+
+WRITER = """
+import sys
+from memvault import Message
+from memvault.sync import Memory
+
+url, worker = sys.argv[1], sys.argv[2]
+with Memory.open(url) as memory:
+    for i in range(60):
+        memory.save_messages([Message.user(f"w{worker} n{i}", id=f"w{worker}-{i}")],
+                             thread_id="shared", resource_id="ann")
+        if i % 10 == 0:
+            memory.search_messages(resource_id="ann", query=f"w{worker}")
+    memory.delete_messages([f"w{worker}-0"], thread_id="shared", resource_id="ann")
+print("done")
+"""
+
+
+async def test_processes_writing_one_encrypted_file_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locks between processes surface as SQLCipher's own exception classes: the store must
+    wait and retry them like the standard library's ("database is locked" never escapes)."""
+    url = encrypted_url(tmp_path / "m.db", monkeypatch) + "&busy_timeout=60"
+    await _make(url)
+    workers = [await asyncio.create_subprocess_exec(
+        sys.executable, "-c", WRITER, url, str(n), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=dict(os.environ)) for n in range(4)]
+    outputs = [await w.communicate() for w in workers]
+    for worker, (out, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0 and out.decode().strip() == "done", err.decode()[-2000:]
+    async with await Memory.open(url) as memory:
+        saved = await memory.get_messages(thread_id="shared", resource_id="ann")
+        assert sorted(m.id for m in saved) == sorted(f"w{n}-{i}" for n in range(4) for i in range(1, 60))
+        assert [m.seq for m in saved] == sorted(m.seq for m in saved)
+        assert len(await memory.search_messages(resource_id="ann", query="w2", limit=100)) == 59
+
+
+async def test_a_lock_on_an_encrypted_file_is_waited_for_then_a_typed_error(tmp_path: Path) -> None:
+    """SQLCipher raises its own OperationalError for "database is locked": the store retries it
+    until ``busy_timeout`` and then raises StoreError, as with the standard library's."""
+    import sqlcipher3.dbapi2 as sqlcipher
+
+    db = tmp_path / "m.db"
+    memory = Memory(await SqliteStore.open(db, encryption_key=RAW_KEY, busy_timeout=0.3))
+    other = sqlcipher.connect(str(db), isolation_level=None)
+    try:
+        await memory.save_messages([Message.user("first")], thread_id="t", resource_id="ann")
+        other.execute(f"PRAGMA key = \"x'{RAW_KEY.hex()}'\"")
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreError, match="locked"):
+            await memory.save_messages([Message.user("blocked")], thread_id="t", resource_id="ann")
+        assert [m.text for m in await memory.get_messages(thread_id="t", resource_id="ann")] == ["first"]
+        asyncio.get_running_loop().call_later(0.1, other.execute, "COMMIT")
+        await memory.save_messages([Message.user("waited")], thread_id="t", resource_id="ann")
+        saved = await memory.get_messages(thread_id="t", resource_id="ann")
+        assert [m.text for m in saved] == ["first", "waited"]
+    finally:
+        other.close()
+        await memory.close()
