@@ -13,7 +13,7 @@ import pytest
 
 NEVER = ("numpy", "jsonschema", "opentelemetry", "torch", "httpx", "psycopg", "psycopg_pool",
          "fastapi", "uvicorn", "mcp", "agents", "usearch", "tiktoken", "sentence_transformers",
-         "memvault.testing", "pytest", "hypothesis")
+         "memvault.testing", "pytest", "hypothesis", "sqlcipher3")
 
 
 def loaded(statement: str) -> set[str]:
@@ -56,7 +56,7 @@ except MissingExtraError as error:
 
 
 EXTRAS = ("numpy", "httpx", "psycopg", "psycopg_pool", "fastapi", "uvicorn", "mcp", "agents", "usearch",
-          "tiktoken", "bpe_openai", "sentence_transformers", "torch", "fastembed")
+          "tiktoken", "bpe_openai", "sentence_transformers", "torch", "fastembed", "sqlcipher3")
 
 
 def test_the_demo_runs_on_the_default_install(tmp_path: Path) -> None:

@@ -63,6 +63,16 @@ class StoreError(MemvaultError):
     """The storage backend failed in a way memvault could not recover from by retrying."""
 
 
+class EncryptionKeyError(StoreError):
+    """An encrypted SQLite file cannot be opened with the key given: no key was given, the key
+    is wrong, or a key was given for a file that is not encrypted.
+
+    Raised when the store opens, before anything is written to the file. SQLCipher cannot tell a
+    wrong key from a file that is no SQLite database at all, so a damaged file opened with a key
+    raises this too.
+    """
+
+
 class MissingExtraError(MemvaultError, ImportError):
     """An optional feature needs a package that is not installed; the message names the extra."""
 

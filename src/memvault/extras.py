@@ -24,8 +24,13 @@ EXTRAS: dict[str, str] = {
     "uvicorn": "server",
     "mcp": "mcp",
     "agents": "agents",
+    "sqlcipher3": "encryption",
 }
 """Each optional package (its import name) and the extra that installs it."""
+
+DISTRIBUTIONS: dict[str, str] = {"sqlcipher3": "sqlcipher3-binary"}
+"""The name to ``pip install`` of an optional package whose name differs from its import name
+(beyond ``_`` for ``-``)."""
 
 
 def import_optional(
@@ -43,4 +48,5 @@ def import_optional(
         missing = (exc.name or "").split(".")[0]
         if not missing or missing == "memvault" or (extra is None and missing not in EXTRAS):
             raise
-        raise MissingExtraError(feature, extra or EXTRAS[missing], missing.replace("_", "-")) from exc
+        package = DISTRIBUTIONS.get(missing, missing.replace("_", "-"))
+        raise MissingExtraError(feature, extra or EXTRAS[missing], package) from exc

@@ -4,6 +4,8 @@ The plugin is registered in ``tests/conftest.py`` (pytest reads ``pytest_plugins
 top-level conftest); this folder provides the one fixture the suite needs,
 ``memvault_store_factory``, parametrized over :data:`STORES`, and ``test_suite.py`` collects the
 packaged tests. Every test runs once per store: ``memory`` (the reference store) first.
+``sqlite-encrypted`` is the SQLite store on an encrypted file (SQLCipher, the ``encryption``
+extra), with a raw 32-byte key so that no key derivation slows the property tests down.
 
 The PostgreSQL entry runs when ``MEMVAULT_TEST_POSTGRES_URL`` names a server (e.g.
 ``postgresql://postgres@127.0.0.1:5432/memvault_test``): each store gets a fresh schema, dropped
@@ -24,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from memvault.stores import Store, open_store
+from memvault.stores.sqlite import SqliteStore
 from memvault.testing import StoreFactory
 
 # tests/conftest.py's own ``memory`` fixture (a SQLite Memory) would win over the plugin's here
@@ -33,6 +36,13 @@ from postgres_server import drop_schema, postgres_url, with_schema
 
 async def _sqlite(folder: Path) -> Store:
     return await open_store(f"sqlite:///{folder}/m.db")
+
+
+CONFORMANCE_KEY = bytes(range(32))
+
+
+async def _sqlite_encrypted(folder: Path) -> Store:
+    return await SqliteStore.open(folder / "m.db", encryption_key=CONFORMANCE_KEY)
 
 
 @asynccontextmanager
@@ -53,6 +63,7 @@ async def _postgres(folder: Path) -> AsyncIterator[Store]:
 STORES: list[StoreFactory] = [
     StoreFactory("memory", lambda folder: open_store("memory://")),
     StoreFactory("sqlite", _sqlite),
+    StoreFactory("sqlite-encrypted", _sqlite_encrypted),
     StoreFactory("postgres", _postgres),
 ]
 """Every store the suite runs over; ``memory`` (the reference store) comes first."""

@@ -2,7 +2,10 @@
 
 - ``memory://``: the in-memory reference store (nothing survives the process);
 - ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (SQLAlchemy's convention),
-  with options as query parameters: ``?durability=full&busy_timeout=30``;
+  with options as query parameters: ``?durability=full&busy_timeout=30``, and
+  ``?key_env=VARIABLE`` for a file encrypted at rest whose key (a passphrase) is in that
+  environment variable (never in the URL itself, which ends up in logs, ``ps`` and shell history;
+  needs ``pip install 'memvault[encryption]'``);
 - ``postgresql://user@host:5432/dbname`` (or ``postgres://``), with ``?schema=name`` and pool
   options (:mod:`memvault.stores.postgres`; needs ``pip install 'memvault[postgres]'``);
 - no URL: ``$MEMVAULT_DB`` when set, else ``memvault.db`` in the user's data folder
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -45,8 +49,11 @@ async def open_store(url: str | None = None) -> Store:
     if scheme == "sqlite":
         from memvault.stores.sqlite import SqliteStore
 
-        path, durability, timeout = sqlite_options(url)
-        return await SqliteStore.open(path, durability=durability, busy_timeout=timeout)
+        options = sqlite_options(url)
+        return await SqliteStore.open(
+            options.path, durability=options.durability, busy_timeout=options.busy_timeout,
+            encryption_key=options.encryption_key,
+        )
     if scheme in ("postgres", "postgresql"):
         postgres = import_optional("memvault.stores.postgres", "the PostgreSQL store", "postgres",
                                    needs=("psycopg", "psycopg_pool"))
@@ -57,8 +64,22 @@ async def open_store(url: str | None = None) -> Store:
     )
 
 
-def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:
-    """The file, durability and busy timeout a ``sqlite:`` URL names."""
+@dataclass(frozen=True)
+class SqliteOptions:
+    """What a ``sqlite:`` URL names (:func:`sqlite_options`)."""
+
+    path: Path
+    durability: Literal["normal", "full"] = "normal"
+    busy_timeout: float = 60.0
+    encryption_key: str | None = field(default=None, repr=False)
+    """The passphrase read from the variable ``key_env`` names; never shown in a repr."""
+    key_env: str | None = None
+
+
+def sqlite_options(url: str) -> SqliteOptions:
+    """The file, durability, busy timeout and encryption key a ``sqlite:`` URL names. The key is
+    read from the environment variable ``?key_env=NAME`` names; a missing or empty variable is a
+    :class:`ConfigurationError`."""
     parts = urlsplit(url)
     raw = unquote(parts.path)
     if not raw.startswith("/") or raw == "/":
@@ -66,7 +87,12 @@ def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:
             f"{url!r} names no file: write sqlite:///relative.db or sqlite:////absolute.db"
         )
     options = dict(parse_qsl(parts.query))
-    unknown = set(options) - {"durability", "busy_timeout"}
+    if {"key", "passphrase", "password"} & set(options):  # not echoed: the URL holds a secret
+        raise ConfigurationError(
+            "a SQLite URL never holds its encryption key (it would end up in logs, `ps` and shell "
+            "history): put the key in an environment variable and write ?key_env=VARIABLE"
+        )
+    unknown = set(options) - {"durability", "busy_timeout", "key_env"}
     if unknown:
         raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
     try:
@@ -77,8 +103,17 @@ def sqlite_options(url: str) -> tuple[Path, Literal["normal", "full"], float]:
         raise ConfigurationError(f"busy_timeout must be a number of seconds >= 0 in {url!r}")
     path = Path(raw[1:]).expanduser()
     durability = options.get("durability", "normal")
-    if durability == "normal":
-        return path, "normal", timeout
-    if durability == "full":
-        return path, "full", timeout
-    raise ConfigurationError(f"durability must be 'normal' or 'full' in {url!r}")
+    if durability not in ("normal", "full"):
+        raise ConfigurationError(f"durability must be 'normal' or 'full' in {url!r}")
+    key_env = dict(parse_qsl(parts.query, keep_blank_values=True)).get("key_env")
+    key = None
+    if key_env is not None:
+        if not key_env:
+            raise ConfigurationError(f"key_env names no environment variable in {url!r}")
+        key = os.environ.get(key_env)
+        if not key:
+            raise ConfigurationError(
+                f"{url!r} reads its encryption key from the environment variable {key_env!r}, "
+                "which is not set or empty: set it to the key (a passphrase)"
+            )
+    return SqliteOptions(path, "full" if durability == "full" else "normal", timeout, key, key_env)

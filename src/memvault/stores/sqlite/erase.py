@@ -53,13 +53,19 @@ def erasing(body: Callable[..., T]) -> Callable[..., T]:
     return run
 
 
-def checkpoint(conn: sqlite3.Connection, busy_timeout: float, wait_ms: int = CHECKPOINT_WAIT_MS) -> bool:
+def checkpoint(
+    conn: sqlite3.Connection,
+    busy_timeout: float,
+    wait_ms: int = CHECKPOINT_WAIT_MS,
+    errors: type[Exception] = sqlite3.OperationalError,
+) -> bool:
     """Copy the WAL into the database file and truncate it to zero bytes, waiting at most
-    ``wait_ms`` for other readers; ``True`` when it completed. Outside any transaction."""
+    ``wait_ms`` for other readers; ``True`` when it completed. Outside any transaction.
+    ``errors``: the connection's driver's ``OperationalError`` (SQLCipher has its own)."""
     conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
     try:
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    except sqlite3.OperationalError as exc:
+    except errors as exc:
         log.warning("WAL checkpoint after a deletion failed (%s); run `memvault purge`", exc)
         return False
     finally:
@@ -70,10 +76,13 @@ def checkpoint(conn: sqlite3.Connection, busy_timeout: float, wait_ms: int = CHE
     return not busy
 
 
-def purge(conn: sqlite3.Connection, busy_timeout: float) -> dict[str, Any]:
+def purge(
+    conn: sqlite3.Connection, busy_timeout: float, errors: type[Exception] = sqlite3.OperationalError
+) -> dict[str, Any]:
     """The thorough step (``memvault purge``): merge the full-text index, rebuild the whole file
     (``VACUUM``, which leaves no free page behind) and checkpoint-truncate the WAL, waiting for
-    other processes as long as ``busy_timeout``. Outside any transaction."""
+    other processes as long as ``busy_timeout``. Outside any transaction. ``errors``: as for
+    :func:`checkpoint`."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         optimize_index(conn)
@@ -82,5 +91,5 @@ def purge(conn: sqlite3.Connection, busy_timeout: float) -> dict[str, Any]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("VACUUM")
-    done = checkpoint(conn, busy_timeout, wait_ms=int(busy_timeout * 1000))
+    done = checkpoint(conn, busy_timeout, wait_ms=int(busy_timeout * 1000), errors=errors)
     return {"vacuumed": True, "wal_truncated": done}

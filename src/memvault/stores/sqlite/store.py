@@ -12,6 +12,10 @@
   before a search runs, so search sees every saved message (:mod:`~.schema`).
 - Retention policies (:mod:`~.retention`): every read leaves expired messages out; the sweep
   erases them like any deletion.
+- Encryption at rest (``encryption_key``, or ``?key_env=VARIABLE`` in a URL): the file and its
+  write-ahead log are encrypted by SQLCipher (``pip install 'memvault[encryption]'``), and
+  opening it without the key, or with a wrong one, raises
+  :class:`~memvault.errors.EncryptionKeyError` (:mod:`~.cipher`).
 - Erasure is real: deleted text is overwritten (``secure_delete``), dropped from the full-text
   index and checkpointed out of the WAL before a deletion returns (:mod:`~.erase`).
 - Calls run on one worker thread per store, so the event loop never blocks on the disk, and
@@ -39,6 +43,7 @@ from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, Wor
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.sqlite import batch as _batch
+from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
@@ -66,17 +71,34 @@ INDEX_BATCH = 512
 
 
 class SqliteStore:
-    """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`."""
+    """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`.
+
+    ``encryption_key``: ``None`` (the default) for a plain file; a ``str`` passphrase, or 32
+    ``bytes`` of raw key, for a file encrypted at rest with SQLCipher (needs
+    ``pip install 'memvault[encryption]'``; see :mod:`memvault.stores.sqlite.cipher`). A new file
+    is created encrypted; an existing one must have been created with the same key. An empty key
+    or one holding a NUL character is a :class:`~memvault.errors.ConfigurationError`.
+
+    For example ``await SqliteStore.open("app.db", encryption_key=os.environ["APP_DB_KEY"])``.
+    """
 
     def __init__(
-        self, path: str | Path, *, durability: Durability = "normal", busy_timeout: float = 60.0
+        self,
+        path: str | Path,
+        *,
+        durability: Durability = "normal",
+        busy_timeout: float = 60.0,
+        encryption_key: str | bytes | None = None,
     ) -> None:
         if durability not in ("normal", "full"):
             raise ConfigurationError(f"durability must be 'normal' or 'full', got {durability!r}")
+        key = _cipher.check_key(encryption_key)
+        driver = _cipher.STDLIB if key is None else _cipher.sqlcipher()
         self.path = Path(path)
         self.durability = durability
+        self.encrypted = key is not None
         self._worker = SqliteWorker(
-            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout
+            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout, driver=driver, key=key
         )
         self._write = self._worker.write
         self._read = self._worker.read

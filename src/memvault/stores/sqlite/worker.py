@@ -10,6 +10,12 @@ commit.
 
 The whole transaction is retried when another process holds the file ("database is locked"),
 until ``busy_timeout`` runs out; the caller never sees "locked" before then.
+
+The worker runs on a :class:`~memvault.stores.sqlite.cipher.Driver`: the standard library's
+:mod:`sqlite3`, or SQLCipher for an encrypted file, whose connections get the key as their first
+statement (:mod:`memvault.stores.sqlite.cipher`). A file that cannot be read with the key given
+(or without one) raises :class:`~memvault.errors.EncryptionKeyError` on open, before anything is
+written to it.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any, TypeVar
 
 from memvault.errors import StoreError
 from memvault.stores.sqlite import erase
+from memvault.stores.sqlite.cipher import STDLIB, Driver, Key, apply_key, quiet_log, unreadable
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
@@ -60,10 +67,20 @@ def _settle_all(settled: list[tuple[_Job, tuple[bool, Any]]]) -> None:
 class SqliteWorker:
     """Owns the connection; ``read`` and ``write`` run a body ``fn(conn, *args)`` on it."""
 
-    def __init__(self, path: Path, *, synchronous: str, busy_timeout: float) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: str,
+        busy_timeout: float,
+        driver: Driver = STDLIB,
+        key: Key | None = None,
+    ) -> None:
         self.path = path
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
+        self.driver = driver
+        self._key = key  # dropped once both connections are keyed
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="memvault-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None  # for small reads on the caller's thread
@@ -83,21 +100,43 @@ class SqliteWorker:
 
     def _connect(self, setup: Body) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
-        )
+        conn = self._open(self.busy_timeout)
         self._conn = conn
+        self._check_readable(conn)
         self._retry(conn.execute, "PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA secure_delete = ON")  # deleted text is overwritten (:mod:`.erase`)
         [(ok, value)] = self._retry(self._transaction, [(setup, ())])
         if not ok:
             raise value
-        self._reader = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=_INLINE_WAIT
-        )
+        self._reader = self._open(_INLINE_WAIT)
         self._reader.execute("PRAGMA query_only = ON")
         self._reader.execute("PRAGMA secure_delete = ON")
+        # SQLCipher derives a passphrase's key on a connection's first read: here, not in the
+        # first history read (tens of milliseconds)
+        self._retry(self._reader.execute, "SELECT count(*) FROM sqlite_master")
+        self._key = None
+
+    def _open(self, timeout: float) -> sqlite3.Connection:
+        """A connection to the file, keyed first thing when there is a key."""
+        conn = self.driver.connect(self.path, isolation_level=None, check_same_thread=False, timeout=timeout)
+        try:
+            apply_key(conn, self._key)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _check_readable(self, conn: sqlite3.Connection) -> None:
+        """Read the schema once, before anything else touches the file: a file that the key (or
+        its absence) cannot read raises :class:`~memvault.errors.EncryptionKeyError` here, with
+        nothing written."""
+        try:
+            with quiet_log(conn, self.driver):  # SQLCipher would print its failed decryption
+                self._retry(conn.execute, "SELECT count(*) FROM sqlite_master")
+        except self.driver.database_error as exc:
+            error = unreadable(self.path, self._key is not None, exc)
+            raise (error or StoreError(f"SQLite failed on {self.path}: {exc}")) from exc
 
     @property
     def closed(self) -> bool:
@@ -145,7 +184,7 @@ class SqliteWorker:
                     return body(reader, *args)
                 finally:
                     reader.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
+            except self.driver.operational_error as exc:
                 if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
                     raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
             finally:
@@ -209,7 +248,7 @@ class SqliteWorker:
                         continue
                     try:
                         results[number] = body(conn, *args)
-                    except sqlite3.OperationalError:
+                    except self.driver.operational_error:
                         raise  # the file is busy or broken: the whole transaction retries or fails
                     except Exception as exc:
                         failed[number] = exc
@@ -231,7 +270,7 @@ class SqliteWorker:
         while True:
             try:
                 return attempt(*args)
-            except sqlite3.OperationalError as exc:
+            except self.driver.operational_error as exc:
                 text = str(exc).lower()
                 if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
                     raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
@@ -241,11 +280,13 @@ class SqliteWorker:
     async def checkpoint(self) -> bool:
         """Checkpoint the WAL into the file and truncate it (after a deletion,
         :func:`~memvault.stores.sqlite.erase.checkpoint`); ``True`` when it completed."""
-        return await self.run(erase.checkpoint, self.connection(), self.busy_timeout)
+        return await self.run(erase.checkpoint, self.connection(), self.busy_timeout,
+                              erase.CHECKPOINT_WAIT_MS, self.driver.operational_error)
 
     async def purge(self) -> dict[str, Any]:
         """:func:`~memvault.stores.sqlite.erase.purge` on the writing connection."""
-        return await self.run(self._retry, erase.purge, self.connection(), self.busy_timeout)
+        return await self.run(self._retry, erase.purge, self.connection(), self.busy_timeout,
+                              self.driver.operational_error)
 
     def connections(self) -> list[sqlite3.Connection]:
         """The open connections (the writer, then the reader), for tests and diagnostics."""
