@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from memvault.cli import bench, chat, copy, delete, demo, lookup, reindex, retention, threads, transfer
 from memvault.cli import mcp as mcp_command
 from memvault.cli import serve as serve_command
+from memvault.errors import MemvaultError
 
 app = typer.Typer(
     name="memvault",
@@ -37,4 +40,19 @@ app.command("studio")(serve_command.studio)
 
 
 def main() -> None:
-    app()
+    """The ``memvault`` command. A failure is one line on stderr and exit status 1, never a
+    traceback: a memvault error says what went wrong; anything else is a bug, reported with its
+    type (``MEMVAULT_DEBUG=1`` shows the traceback)."""
+    try:
+        app()
+    except MemvaultError as error:
+        message = str(error)
+    except Exception as error:
+        if os.environ.get("MEMVAULT_DEBUG"):
+            raise
+        message = (f"unexpected {type(error).__name__}: {error} (a bug in memvault: please report "
+                   "it; MEMVAULT_DEBUG=1 shows the traceback)")
+    else:
+        return
+    typer.echo(f"memvault: {message}", err=True)
+    raise SystemExit(1)
