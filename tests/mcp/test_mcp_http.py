@@ -107,3 +107,19 @@ async def test_a_caller_without_a_key_of_the_resource_is_refused(
             await session.initialize()
     async with await Memory.open(db_url) as memory:  # nothing was written for ada
         assert (await memory.list_threads(resource_id="ada")).threads == []
+
+
+async def test_message_limits_agree_with_stdio(http_server: str, db_url: str) -> None:
+    """Over HTTP as over stdio: a 6 MiB message is saved, one over memvault's 10 MiB limit is a
+    tool error naming the limit (not the transport's HTTP 413), and nothing is written."""
+    ada = _client(await _key(db_url, "ada"))
+    async with streamable_http_client(http_server, http_client=ada) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        big = structured(await session.call_tool("save_message",
+                                                 {"thread_id": "big", "text": "x" * (6 << 20)}))
+        assert big["seq"] == 1
+        refused = await session.call_tool("save_message", {"thread_id": "big", "text": "y" * (11 << 20)})
+        assert refused.is_error and "max_message_bytes" in text(refused), text(refused)[:300]
+    async with await Memory.open(db_url) as memory:
+        assert await memory.count_messages(thread_id="big", resource_id="ada") == 1

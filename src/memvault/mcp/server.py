@@ -296,6 +296,14 @@ class MemoryServer:
         return WorkingMemory(thread_id=thread_id, content=note)
 
 
+def request_body_limit(options: MemoryOptions) -> int:
+    """The largest HTTP request body the streamable HTTP transport reads: twice the largest
+    message memvault saves (``max_message_bytes``; JSON escaping can grow text) plus 1 MiB for
+    the JSON-RPC envelope, so that a message over memvault's limit gets the tool error that says
+    so, as over stdio, and only a body beyond this gets HTTP 413."""
+    return 2 * options.max_message_bytes + (1 << 20)
+
+
 def build_server(memory: Memory, resource_id: str) -> MCPServer:
     """An ``MCPServer`` whose tools act on ``resource_id``'s memory in ``memory``."""
     return MemoryServer(memory, resource_id).server()
@@ -329,7 +337,9 @@ async def serve(
         import uvicorn
 
         assert key_check is not None
-        app = RequireKey(server.streamable_http_app(host=host), memory, resource_id, key_check)
+        transport_app = server.streamable_http_app(
+            host=host, max_request_body_size=request_body_limit(memory.options))
+        app = RequireKey(transport_app, memory, resource_id, key_check)
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                             server_header=False)).serve()
 
