@@ -86,3 +86,14 @@ class MissingExtraError(MemvaultError, ImportError):
 class ModelError(MemvaultError):
     """A language model could not answer (unreachable server, rejected request, bad reply);
     the message says which and what to check."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters, and safe for any value
+    (an integer beyond Python's int-to-str limit, or a ``__repr__`` that raises, is named by its
+    type instead of failing the message)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

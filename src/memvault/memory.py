@@ -26,6 +26,7 @@ from memvault.errors import (
     NotFoundError,
     ThreadExistsError,
     ValidationError,
+    shown,
 )
 from memvault.extras import import_optional
 from memvault.model import (
@@ -45,6 +46,7 @@ from memvault.recall import RecallOptions, RecallReader, RecallResult
 from memvault.recall import recall as recall_messages
 from memvault.retention import Sweeper, check_max_age
 from memvault.retention import sweep as sweep_expired
+from memvault.rules import arguments
 from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
 from memvault.rules.words import searchable_query
@@ -184,6 +186,7 @@ class Memory:
         self, *, resource_id: str, limit: int = 20, cursor: str | None = None
     ) -> ThreadPage:
         """The resource's threads, most recently active first; follow ``next_cursor`` to page."""
+        cursor = arguments.optional_str(cursor, "cursor")
         return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor)
 
     @traced("update_thread")
@@ -223,6 +226,8 @@ class Memory:
         Saving a message id the thread already has updates that message: never a duplicate.
         Returns the saved messages with their ``seq``. Bad input writes nothing."""
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
+            raise ValidationError(f"messages must be a list of messages, got {type(messages).__name__}")
         checked = [self._check_message(m) for m in messages]
         if not checked:
             return []
@@ -261,8 +266,8 @@ class Memory:
         """Messages of a thread in order. ``ids`` (with ``message_range`` neighbours each side)
         or a ``before``/``after`` message-id cursor; then the newest ``last_n`` or oldest
         ``first_n``. A missing thread has no messages."""
-        if ids is not None and not isinstance(ids, str):
-            ids = [_id(i, "message id") for i in ids]
+        if ids is not None:
+            ids = [_id(i, "message id") for i in arguments.id_list(ids, "ids")]
         query = MessageQuery(
             ids=ids, message_range=message_range, last_n=last_n, first_n=first_n,
             before=None if before is None else _id(before, "before"),
@@ -295,9 +300,7 @@ class Memory:
         self, ids: Sequence[str], *, thread_id: str, resource_id: str
     ) -> int:
         """Delete messages by id with their derived data; returns how many existed."""
-        if isinstance(ids, str):
-            raise ValidationError("ids must be a list of message ids, not one string")
-        checked = [_id(i, "message id") for i in ids]
+        checked = [_id(i, "message id") for i in arguments.id_list(ids, "ids")]
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
         deleted = await self.store.delete_messages(resource_id, thread_id, checked)
         if (semantic := await self._start()) is not None:
@@ -454,6 +457,8 @@ class Memory:
         to words with a logged warning. ``reader`` (default: :meth:`recall_reader`) is for a
         caller that already read the window or the note."""
         resource_id = _id(resource_id, "resource_id")
+        options = arguments.instance(options, RecallOptions, "options")
+        reader = arguments.instance(reader, RecallReader, "reader")
         if reader is None:
             reader = self.recall_reader(resource_id)
         elif reader.resource_id != resource_id:
@@ -507,6 +512,9 @@ class Memory:
         called with (threads done, threads in all). The API key records (not users' data) are
         left out of an export of every resource unless ``include_keys``."""
         only = None if resource_id is None else _id(resource_id, "resource_id")
+        sink = arguments.writable(sink, "sink")
+        progress = arguments.callback(progress, "progress")
+        include_keys = arguments.flag(include_keys, "include_keys")
         return await jsonl.export_records(require_complete(self.store), sink, only=only, progress=progress,
                                           include_keys=include_keys)
 
@@ -521,6 +529,9 @@ class Memory:
         store already has is a :class:`ThreadExistsError` (nothing written) unless ``replace``,
         which deletes it first; working memories and states overwrite the store's."""
         store = require_complete(self.store)
+        records = arguments.records(records)  # type: ignore[assignment]
+        replace = arguments.flag(replace, "replace")
+        progress = arguments.callback(progress, "progress")
         jsonl.check_records(records)
         existing = [t for t in jsonl.threads_of_records(records)
                     if await store.get_thread(t.resource_id, t.id) is not None]
@@ -545,6 +556,7 @@ class Memory:
         summary and the working-memory note (of ``options.working_memory.scope``), in one store
         call when the store has :class:`~memvault.stores.capabilities.BatchReads` (else three)."""
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        arguments.count(last_n, "last_n")
         key = self._working_memory_key(thread_id, None)
         if supports_batch_reads(self.store):
             return await self.store.read_turn(resource_id, thread_id, last_n=last_n, note_key=key)
@@ -611,7 +623,7 @@ class Memory:
         if scope is None:
             scope = self.options.working_memory.scope
         elif scope not in ("resource", "thread"):
-            raise ValidationError(f"scope must be 'resource' or 'thread', got {scope!r}")
+            raise ValidationError(f"scope must be 'resource' or 'thread', got {shown(scope)}")
         return wm.key(scope, None if thread_id is None else _id(thread_id, "thread_id"))
 
     @traced("update_working_memory")
@@ -663,7 +675,8 @@ class Memory:
     ) -> State:
         """Write a state unconditionally; its version grows by one."""
         state = await require_states(self.store).set_state(
-            _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status
+            _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
+            status=arguments.optional_str(status, "status"),
         )
         assert state is not None
         return state
@@ -681,7 +694,8 @@ class Memory:
         """Write only if the state is at ``expected_version`` (``None``: does not exist yet).
         Returns the new state, or ``None`` when another writer got there first."""
         return await require_states(self.store).set_state(
-            _id(resource_id, "resource_id"), _id(key, "key"), _json(value), status=status,
+            _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
+            status=arguments.optional_str(status, "status"),
             expected_version=expected_version,
         )
 
@@ -691,7 +705,8 @@ class Memory:
     ) -> list[State]:
         """The resource's states, optionally only those with ``status``, newest first."""
         states = require_states(self.store)
-        return await states.list_states(_id(resource_id, "resource_id"), status=status, limit=limit)
+        return await states.list_states(_id(resource_id, "resource_id"),
+                                        status=arguments.optional_str(status, "status"), limit=limit)
 
     @traced("delete_state")
     async def delete_state(self, *, resource_id: str, key: str) -> bool:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Self, TypeAlias
 import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memvault.errors import ValidationError
+from memvault.errors import ValidationError, shown
 
 Role: TypeAlias = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -47,16 +47,26 @@ def check_text(value: str) -> str:
 MAX_JSON_DEPTH = 64
 
 
+MAX_JSON_INT_BITS = 14_000
+"""The largest integer a JSON value may hold, in bits (about 4,200 digits: Python writes at most
+4,300 digits of an integer as text)."""
+
+
 def check_json(value: Any, path: str = "$", depth: int = 0) -> Any:
     """Refuse values that are not plain JSON: only dict (str keys), list, str, int, float, bool, None,
     nested at most 64 levels deep (which also refuses self-referencing values)."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep (or refers to itself)")
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > MAX_JSON_INT_BITS:
+            raise ValueError(f"{path} is an integer of more than {MAX_JSON_INT_BITS:,} bits, which JSON "
+                             "text cannot hold here: store it as a string")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{path} is {value!r}, which JSON cannot represent")
+            raise ValueError(f"{path} is {shown(value)}, which JSON cannot represent")
         return value
     if isinstance(value, str):
         check_text(value)
@@ -67,7 +77,7 @@ def check_json(value: Any, path: str = "$", depth: int = 0) -> Any:
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"{path} has a key {key!r} that is not a string; JSON keys are strings")
+                raise ValueError(f"{path} has a key {shown(key)} that is not a string; JSON keys are strings")
             check_text(key)
             out[key] = check_json(item, f"{path}.{key}", depth + 1)
         return out

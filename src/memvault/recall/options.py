@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from memvault.errors import ValidationError
+from memvault.errors import ValidationError, shown
 
 Scope: TypeAlias = Literal["thread", "resource"]
 MergeStrategy: TypeAlias = Literal["prepend", "append", "interleave"]
@@ -182,17 +182,17 @@ MATCHED_VECTOR_WEIGHT = 0.3
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ValidationError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}")
 
 
 def _integer(name: str, value: object, *, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ValidationError(f"{name} must be an integer >= {minimum}, got {shown(value)}")
 
 
 def _number(name: str, value: object, *, low: float | None = None, high: float | None = None) -> None:
     if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
-        raise ValidationError(f"{name} must be a number, got {value!r}")
+        raise ValidationError(f"{name} must be a number, got {shown(value)}")
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"from {low} to {high}" if high is not None else f">= {low}"
-        raise ValidationError(f"{name} must be {bounds}, got {value!r}")
+        raise ValidationError(f"{name} must be {bounds}, got {shown(value)}")

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import math
 
-from memvault.errors import ConfigurationError
+from memvault.errors import ConfigurationError, shown
 
 
 def positive_int(value: object, name: str, owner: str) -> int:
     """``value`` if it is a positive int, else :class:`memvault.errors.ConfigurationError`."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigurationError(f"{owner}: {name} must be a positive integer, got {value!r}")
+        raise ConfigurationError(f"{owner}: {name} must be a positive integer, got {shown(value)}")
     return value
 
 
 def positive_float(value: object, name: str, owner: str, *, allow_zero: bool = False) -> float:
     """``value`` as a float if it is a finite positive number, else a ConfigurationError."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(f"{owner}: {name} must be a number, got {value!r}")
+        raise ConfigurationError(f"{owner}: {name} must be a number, got {shown(value)}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigurationError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigurationError(f"{owner}: {name} must be {bound}, got {shown(value)}")
     return float(value)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias
 
-from memvault.errors import ConfigurationError
+from memvault.errors import ConfigurationError, shown
 from memvault.model import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = [
@@ -137,7 +137,7 @@ def resolve_token_counter(spec: TokenCounterSpec = None) -> TokenCounter:
         return spec
     raise ConfigurationError(
         "a token counter spec must be None, 'estimate', an encoding such as 'o200k_base', a model "
-        f"such as 'gpt-4o', or a function from str to int; got {type(spec).__name__} {spec!r}"
+        f"such as 'gpt-4o', or a function from str to int; got {type(spec).__name__} {shown(spec)}"
     )
 
 
@@ -153,7 +153,7 @@ def _from_string(spec: str) -> TokenCounter:
         encoding = name.removeprefix("tiktoken:").strip()
         if encoding not in tiktoken_counts.ENCODINGS:
             raise ConfigurationError(
-                f"unknown tiktoken encoding in token counter {spec!r}: expected one of {supported}"
+                f"unknown tiktoken encoding in token counter {shown(spec)}: expected one of {supported}"
             )
         return tiktoken_counts.tiktoken_counter(encoding)
     if name in tiktoken_counts.ENCODINGS:
@@ -161,12 +161,13 @@ def _from_string(spec: str) -> TokenCounter:
     model_encoding = tiktoken_counts.encoding_for_model(name) if name else None
     if model_encoding is None:
         raise ConfigurationError(
-            f"unknown token counter {spec!r}: expected 'estimate', an encoding ({supported}), "
+            f"unknown token counter {shown(spec)}: expected 'estimate', an encoding ({supported}), "
             "'tiktoken:<encoding>', an OpenAI model name such as 'gpt-4o', or a function from str to int"
         )
     if model_encoding not in tiktoken_counts.ENCODINGS:
         raise ConfigurationError(
-            f"the model {spec!r} uses the {model_encoding} encoding, which memvault cannot count offline; "
+            f"the model {shown(spec)} uses the {model_encoding} encoding, which memvault cannot count "
+            "offline; "
             f"exact counts are available for {supported}, or use 'estimate'"
         )
     return tiktoken_counts.tiktoken_counter(model_encoding)

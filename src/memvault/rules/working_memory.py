@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from memvault.errors import ValidationError
+from memvault.errors import ValidationError, shown
 from memvault.model import check_json, check_text, note_key
 
 Scope = Literal["resource", "thread"]
@@ -47,7 +47,7 @@ class WorkingMemoryOptions:
 
     def __post_init__(self) -> None:
         if self.scope not in ("resource", "thread"):
-            raise ValidationError(f"scope must be 'resource' or 'thread', got {self.scope!r}")
+            raise ValidationError(f"scope must be 'resource' or 'thread', got {shown(self.scope)}")
         if self.template is not None and self.schema is not None:
             raise ValidationError("give a Markdown template or a JSON schema, not both")
         if isinstance(self.schema, dict):
@@ -148,7 +148,7 @@ def parse_update(options: WorkingMemoryOptions, update: Any) -> Any:
 def apply(options: WorkingMemoryOptions, current: str | None, update: Any, mode: Mode) -> str:
     """The new stored content after applying ``update`` in ``mode`` to ``current``."""
     if mode not in ("append", "replace"):
-        raise ValidationError(f"mode must be 'append' or 'replace', got {mode!r}")
+        raise ValidationError(f"mode must be 'append' or 'replace', got {shown(mode)}")
     value = parse_update(options, update)
     if options.format == "json":
         base = json.loads(current) if current else {}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memvault.errors import ValidationError
+from memvault.errors import ValidationError, shown
 from memvault.model import MAX_ID_LENGTH, Message, Thread, now
 from memvault.stores.base import MessageQuery, _Unset
 
@@ -80,14 +80,19 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
         ) from None
 
 
+MAX_COUNT = 2**63 - 1
+"""The largest count a query takes (``last_n``, ``first_n``, ``message_range``): a 64-bit integer."""
+
+
 def check_query(query: MessageQuery) -> None:
     """Refuse contradictory or out-of-range message queries."""
     if query.last_n is not None and query.first_n is not None:
         raise ValidationError("give last_n or first_n, not both")
     for name in ("last_n", "first_n", "message_range"):
         value = getattr(query, name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValidationError(f"{name} must be a non-negative integer, got {value!r}")
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or not 0 <= value <= MAX_COUNT):
+            raise ValidationError(f"{name} must be an integer from 0 to {MAX_COUNT}, got {shown(value)}")
     if query.ids is not None:
         if isinstance(query.ids, str):
             raise ValidationError("ids must be a list of message ids, not one string")
@@ -95,12 +100,12 @@ def check_query(query: MessageQuery) -> None:
             raise ValidationError("give ids or a before/after cursor, not both")
         for message_id in query.ids:
             if not isinstance(message_id, str) or not message_id or len(message_id) > MAX_ID_LENGTH:
-                raise ValidationError(f"invalid message id {message_id!r}")
+                raise ValidationError(f"invalid message id {shown(message_id)}")
 
 
 def check_limit(limit: int, name: str = "limit", maximum: int = 10_000) -> None:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= maximum:
-        raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {limit!r}")
+        raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {shown(limit)}")
 
 
 def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) -> str:
