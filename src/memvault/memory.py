@@ -228,7 +228,7 @@ class Memory:
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
         if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
             raise ValidationError(f"messages must be a list of messages, got {type(messages).__name__}")
-        checked = [self._check_message(m) for m in messages]
+        checked = [self._check_message(m, number) for number, m in enumerate(messages)]
         if not checked:
             return []
         saved = await self.store.save_messages(resource_id, thread_id, checked)
@@ -236,11 +236,16 @@ class Memory:
             semantic.enqueue(saved)
         return saved
 
-    def _check_message(self, message: Message | Mapping[str, Any]) -> Message:
+    def _check_message(self, message: Message | Mapping[str, Any], number: int = 0) -> Message:
+        """``message`` as a Message within the size limit; an error names it (``messages[number]``)."""
         if not isinstance(message, Message):
             if not isinstance(message, Mapping):
-                raise ValidationError(f"a message must be a Message or a dict, got {type(message).__name__}")
-            message = Message.parse(dict(message))
+                raise ValidationError(f"messages[{number}]: a message must be a Message or a dict, got "
+                                      f"{type(message).__name__}")
+            try:
+                message = Message.parse(dict(message))
+            except ValidationError as error:
+                raise ValidationError(f"messages[{number}]: {error}") from None
         size = len(message.parts_json().encode()) + len(json.dumps(message.metadata).encode())
         if size > self.options.max_message_bytes:
             raise MessageTooLargeError(
@@ -696,7 +701,8 @@ class Memory:
         return await require_states(self.store).set_state(
             _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
             status=arguments.optional_str(status, "status"),
-            expected_version=expected_version,
+            expected_version=None if expected_version is None else arguments.count(
+                expected_version, "expected_version"),
         )
 
     @traced("list_states")

@@ -211,3 +211,36 @@ def test_only_memvault_errors_escape_and_failures_write_nothing(store: str) -> N
 
     run()
     assert not found, f"{len(found)} breaches of the error contract:\n" + "\n".join(sorted(set(found))[:60])
+
+
+@pytest.mark.parametrize("store", list(STORES))
+def test_cases_the_fuzzers_found(store: str) -> None:
+    """Calls that raised untyped errors, or answered differently by store, before (issue 13)."""
+    bad_message = {"role": "user", "parts": [{"type": "text", "text": "a\x00"}]}
+    sequence: list[Call] = [
+        ("compare_and_set_state", ({"a": 1},), {"resource_id": "ada", "key": "k", "expected_version": True}),
+        ("compare_and_set_state", ({"a": 1},), {"resource_id": "ada", "key": "k", "expected_version": 1.0}),
+        ("save_messages", ([Message.user("fine"), bad_message],), {"thread_id": "t1", "resource_id": "ada"}),
+        ("save_messages", (None,), {"thread_id": "t1", "resource_id": "ada"}),
+        ("delete_messages", (None,), {"thread_id": "t1", "resource_id": "ada"}),
+        ("get_messages", (), {"thread_id": "t1", "resource_id": "ada", "ids": 5}),
+        ("get_messages", (), {"thread_id": "t1", "resource_id": "ada", "message_range": None}),
+        ("get_messages", (), {"thread_id": "t1", "resource_id": "ada", "last_n": 2**63}),
+        ("list_threads", (), {"resource_id": "ada", "cursor": 5}),
+        ("set_state", ({"n": 10**5000},), {"resource_id": "ada", "key": "k"}),
+        ("read_turn", (), {"thread_id": "t1", "resource_id": "ada", "last_n": None}),
+    ]
+    outcomes, breaches = asyncio.run(_replay(store, sequence))
+    assert not breaches
+    expected = ["ValidationError"] * len(sequence)
+    expected[6] = "ok"  # message_range=None reads as its default, 0
+    assert outcomes == expected
+    with pytest.raises(MemvaultError, match=r"^messages\[1\]: "):  # says which message was bad
+        asyncio.run(_first_error(store, sequence[2]))
+
+
+async def _first_error(store: str, call: Call) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        async with STORES[store](Path(folder)) as memory:
+            name, args, kwargs = call
+            await getattr(memory, name)(*args, **kwargs)
