@@ -314,3 +314,15 @@ def calls(
     from memvault.bench import calls as bench_calls
 
     typer.echo(json.dumps(bench_calls.run(db or []), indent=2))
+
+
+@app.command("retention")
+def retention(
+    messages: Annotated[int, typer.Option(min=20, help="Messages stored (in 20 threads).")] = 10_000,
+    queries: Annotated[int, typer.Option(min=1, help="Timed calls of each read per layout.")] = 300,
+) -> None:
+    """What retention costs: a turn's reads with no policy, with one, with half the messages
+    expired, and the sweep's rate, side by side on one SQLite file. Prints JSON."""
+    from memvault.bench import retention as bench_retention
+
+    typer.echo(json.dumps(bench_retention.run(messages=messages, queries=queries), indent=2))
