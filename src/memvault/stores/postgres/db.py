@@ -4,7 +4,8 @@ Pool connections are in autocommit mode with ``search_path`` set to the store's 
 *write* runs its body in one transaction; a *read* runs its statements as they come (each sees
 the latest committed data). A transaction that meets a deadlock or a serialization failure is
 rolled back and run again from the start (a few times), so those never reach the caller; a
-lost or refused connection raises :class:`~memvault.errors.StoreError` with the server's reason.
+refused connection, or one lost too often (below), raises :class:`~memvault.errors.StoreError`
+with the server's reason.
 
 A connection lost during a call (a restart, a failover, an idle reaper, ``pg_terminate_backend``,
 a network fault) is discarded and the call goes on with another connection, transparently:
