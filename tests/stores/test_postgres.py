@@ -129,7 +129,9 @@ def _run_workers(task: str, url: str) -> list[dict[str, Any]]:
         subprocess.Popen(
             [sys.executable, __file__, task, url, str(i)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},  # tests/, for its helpers
+            # tests/, for its helpers, before the caller's path (the memvault under test)
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])])},
         )
         for i in range(WORKERS)
     ]

@@ -9,6 +9,10 @@ messages: what a resource finds, in which order and with which scores, never dep
 resource's data.
 
 Any user string is a safe query: operators, quotes and punctuation are plain characters here.
+A query's cost is bounded, the same way on every store (:func:`query_groups`): only its first
+:data:`MAX_QUERY_TERMS` distinct terms are searched, a CJK run is matched in phrases of at most
+:data:`MAX_PHRASE_CHARS` characters, and a word longer than :data:`MAX_WORD_BYTES` is not
+searchable.
 """
 
 from __future__ import annotations
@@ -31,6 +35,17 @@ _WORD = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
 ASCII_WORD = re.compile(r"[a-z0-9]+")
 """What a word is in folded ASCII text (the tokenizer's word pattern there)."""
 _STEMMER = snowballstemmer.stemmer("porter")
+MAX_QUERY_TERMS = 32
+"""A query is searched for its first this many distinct terms (stemmed words or CJK phrases,
+stop words left out when it has others); the rest of it is ignored, on every store."""
+MAX_PHRASE_CHARS = 16
+"""A CJK run longer than this is matched as consecutive phrases of at most this many
+characters (each a term), not as one phrase."""
+MAX_WORD_BYTES = 2047
+"""A longer word (UTF-8) is never a query term: PostgreSQL cannot index it, so no store
+searches for it."""
+_STEM_BYTES = (3, 64)
+"""FTS5's porter tokenizer leaves tokens shorter or longer than these (in UTF-8) unstemmed."""
 
 
 def index_text(message: Message) -> str:
@@ -67,15 +82,36 @@ def searchable_query(query: str) -> str:
 
 
 def query_groups(query: str) -> list[list[str]]:
-    """The query's words, lower-cased; a CJK run becomes one group of single characters
-    (matched as a phrase), any other word a group of one. English stop words are dropped,
-    unless the query has nothing else."""
-    groups: list[list[str]] = []
+    """The query's terms, as every store searches them: its words, folded (:func:`fold`),
+    each a group of one; a CJK run a group of its characters, matched as a phrase, cut into
+    phrases of at most :data:`MAX_PHRASE_CHARS` characters.
+
+    English stop words are dropped, unless the query has nothing else. A group is kept once
+    (the first of those with the same stems: "run" and "running" are one term), words with an
+    empty stem or over :data:`MAX_WORD_BYTES` are left out, and only the first
+    :data:`MAX_QUERY_TERMS` groups are kept, so a query's cost is bounded whatever its length.
+    An empty list (no words: empty, punctuation only) matches nothing.
+    """
+    content: dict[tuple[str, ...], list[str]] = {}
+    stops: dict[tuple[str, ...], list[str]] = {}
     for match in _WORD.finditer(fold(query)):
         word = match.group(0)
-        groups.append(list(word) if _CJK_CHAR.match(word) else [word])
-    content = [g for g in groups if len(g) > 1 or g[0] not in STOP_WORDS]
-    return content or groups
+        if _CJK_CHAR.match(word):
+            pieces = [list(word[i:i + MAX_PHRASE_CHARS]) for i in range(0, len(word), MAX_PHRASE_CHARS)]
+        elif len(word.encode()) > MAX_WORD_BYTES:
+            continue
+        else:
+            pieces = [[word]]
+        for group in pieces:
+            key = tuple(stem(w) for w in group)
+            if "" in key:
+                continue
+            kept = stops if len(group) == 1 and group[0] in STOP_WORDS else content
+            if len(kept) < MAX_QUERY_TERMS:
+                kept.setdefault(key, group)
+        if len(content) >= MAX_QUERY_TERMS:
+            break
+    return list((content or stops).values())
 
 
 def fts5_query(query: str) -> str | None:
@@ -96,8 +132,10 @@ def fts5_match(groups: Sequence[Sequence[str]]) -> str | None:
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Porter stem of a lower-case word, as FTS5's ``porter`` tokenizer computes it."""
-    if _CJK_CHAR.match(word):
+    """Porter stem of a lower-case word, as FTS5's ``porter`` tokenizer computes it: words of
+    fewer than 3 or more than 64 bytes (UTF-8) are left as they are ("is", "s"), so a stem is
+    never empty."""
+    if _CJK_CHAR.match(word) or not _STEM_BYTES[0] <= len(word.encode()) <= _STEM_BYTES[1]:
         return word
     result: str = _STEMMER.stemWord(word)
     return result

@@ -4,15 +4,23 @@ Pool connections are in autocommit mode with ``search_path`` set to the store's 
 *write* runs its body in one transaction; a *read* runs its statements as they come (each sees
 the latest committed data). A transaction that meets a deadlock or a serialization failure is
 rolled back and run again from the start (a few times), so those never reach the caller; a
-lost or refused connection raises :class:`~memvault.errors.StoreError` with the server's reason.
+refused connection, or one lost too often (below), raises :class:`~memvault.errors.StoreError`
+with the server's reason.
 
-A pooled connection that the server ended while it sat idle (a restart, a failover, an idle
-reaper, ``pg_terminate_backend``) is discarded and the call goes on with another connection:
-a read is run again (reads are idempotent), a write only when the connection failed at its
-``BEGIN``, i.e. before any of its statements reached the server. A connection lost after
-``BEGIN`` raises :class:`~memvault.errors.StoreError` and is never retried: the transaction was
-rolled back, or (lost during ``COMMIT``) committed whole; it is never partly written. The
-connections say ``application_name=memvault`` unless the URL names another.
+A connection lost during a call (a restart, a failover, an idle reaper, ``pg_terminate_backend``,
+a network fault) is discarded and the call goes on with another connection, transparently:
+
+- a read is run again (reads are idempotent);
+- a write is run again from the start when its connection was lost before its ``COMMIT`` was
+  sent: the server rolled the transaction back, nothing of it was written;
+- a write whose connection was lost *during* ``COMMIT`` may have been committed (the answer was
+  lost, not necessarily the commit). Only a write that applies once however often it runs
+  (:meth:`Database.write_idempotent`: a save by message id, a write carrying an operation id,
+  see :mod:`~.ops`) is run again; any other raises :class:`~memvault.errors.StoreError` saying
+  that it may or may not have been applied. It is never partly written.
+
+A call that meets lost connections more than ``max_size + 1`` times in a row raises StoreError.
+The connections say ``application_name=memvault`` unless the URL names another.
 
 A call that gets no pooled connection within ``PROBE_AFTER`` seconds connects to the server
 directly: when that fails (the server is stopped or unreachable) the call raises StoreError with
@@ -100,17 +108,30 @@ class Database:
 
     async def write(self, body: Callable[Concatenate[Conn, P], Awaitable[T]], *args: P.args,
                     **kwargs: P.kwargs) -> T:
-        """Run ``body(conn, ...)`` in one transaction, again from the start after a deadlock
-        or a serialization failure, or when the pooled connection was found closed at ``BEGIN``;
-        an exception from ``body`` rolls it back."""
-        attempt = stale = 0
+        """Run ``body(conn, ...)`` in one transaction, again from the start after a deadlock,
+        a serialization failure, or a connection lost before ``COMMIT``; an exception from
+        ``body`` rolls it back. A connection lost during ``COMMIT`` raises StoreError."""
+        return await self._write(False, body, *args, **kwargs)
+
+    async def write_idempotent(self, body: Callable[Concatenate[Conn, P], Awaitable[T]],
+                               *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`write` for a ``body`` whose second run, after a first one committed, changes
+        nothing and returns what the first returned: run again after a connection lost during
+        ``COMMIT`` too."""
+        return await self._write(True, body, *args, **kwargs)
+
+    async def _write(self, idempotent: bool, body: Callable[Concatenate[Conn, P], Awaitable[T]],
+                     *args: P.args, **kwargs: P.kwargs) -> T:
+        attempt = lost = 0
         while True:
             conn: Conn | None = None
-            begun = False
+            committing = False
             try:
-                async with self._connection() as conn, conn.transaction():
-                    begun = True
-                    return await body(conn, *args, **kwargs)
+                async with self._connection() as conn:
+                    async with conn.transaction():
+                        result = await body(conn, *args, **kwargs)
+                        committing = True  # leaving the block sends COMMIT
+                    return result
             except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
                 if attempt == RETRIES:
                     raise self.failure(exc) from exc
@@ -119,9 +140,11 @@ class Database:
             except MemvaultError:
                 raise
             except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
-                stale += 1
-                if begun or conn is None or not conn.broken or stale >= self._stale_retries():
+                if conn is None or not conn.broken:
                     raise self.failure(exc) from exc
+                lost += 1
+                if (committing and not idempotent) or lost >= self._stale_retries():
+                    raise self.failure(exc, committing=committing) from exc
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Conn]:
@@ -161,8 +184,12 @@ class Database:
         """Connections to try per call: every pooled one may have been closed, plus a new one."""
         return self.pool.max_size + 1
 
-    def failure(self, exc: Exception) -> StoreError:
-        return StoreError(f"PostgreSQL at {self.where} failed: {reason(exc)}")
+    def failure(self, exc: Exception, *, committing: bool = False) -> StoreError:
+        """StoreError naming the server and its reason; ``committing``: the connection was
+        lost during ``COMMIT``, so the write may have been applied."""
+        unknown = (" (the connection was lost during COMMIT: the write may or may not have been"
+                   " applied; read before writing again)") if committing else ""
+        return StoreError(f"PostgreSQL at {self.where} failed: {reason(exc)}{unknown}")
 
 
 def reason(exc: Exception) -> str:

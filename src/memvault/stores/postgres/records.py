@@ -6,6 +6,10 @@
   it first, the insert finds it, and the update function runs again on that content.
 - A state write is one statement: the version check (compare-and-set) and the increment happen
   in the row's upsert or update, so concurrent writers have exactly one winner.
+- Both carry an operation id (:mod:`~.ops`), claimed first: a run after one that committed
+  applies nothing. It returns the state with the version the first run wrote (or ``None`` if that
+  run's compare-and-set failed), and the note's current content (a later writer's if one wrote
+  since: a read after the update).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
 from memvault.stores.common import to_micros
 from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.ops import Op, claim, record
 
 _KEY = "resource_id = %s AND key = %s"
 
@@ -31,8 +36,11 @@ async def get_working_memory(conn: Conn, resource_id: str, key: str, *, lock: bo
 
 
 async def update_working_memory(
-    conn: Conn, resource_id: str, key: str, update: WorkingMemoryUpdate
+    conn: Conn, resource_id: str, key: str, update: WorkingMemoryUpdate, op: Op
 ) -> str | None:
+    first, _ = await claim(conn, op)
+    if not first:  # an earlier run of this call committed
+        return await get_working_memory(conn, resource_id, key)
     while True:
         current = await get_working_memory(conn, resource_id, key, lock=True)
         content = update(current)
@@ -63,9 +71,14 @@ async def get_state(conn: Conn, resource_id: str, key: str) -> State | None:
     return rows.state(row) if row else None
 
 
-async def set_state(conn: Conn, state: State, expected_version: int | _Unset | None) -> State | None:
+async def set_state(
+    conn: Conn, state: State, expected_version: int | _Unset | None, op: Op
+) -> State | None:
     """Write ``state`` with the next version; with ``expected_version``, only if the current
     version is that (``None``: no state yet), else nothing and ``None``."""
+    first, version = await claim(conn, op)
+    if not first:  # an earlier run of this call committed: what it wrote
+        return None if version is None else state.model_copy(update={"version": version})
     values = (state.resource_id, state.key, rows.dumps(state.value), state.status,
               to_micros(state.updated_at))
     insert = f"INSERT INTO states ({rows.STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s)"
@@ -85,6 +98,7 @@ async def set_state(conn: Conn, state: State, expected_version: int | _Unset | N
             (*values[2:], *values[:2], expected_version),
         )
     row = await cursor.fetchone()
+    await record(conn, op, None if row is None else int(row[0]))
     return None if row is None else state.model_copy(update={"version": int(row[0])})
 
 

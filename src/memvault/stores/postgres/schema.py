@@ -16,6 +16,8 @@ Layout, and what keeps derived data right whoever writes the tables:
   Messages belong to their thread (``ON DELETE CASCADE``).
 - ``message_vectors`` (float32 ``bytea``, keyed by the message's ``pk``) go with their message
   (``ON DELETE CASCADE``) and a trigger drops one when the message's parts change.
+- ``applied_ops`` holds the operation ids of recent working-memory and state writes
+  (:mod:`~.ops`): a write run again after its commit's answer was lost applies once.
 - ``summaries`` go with their thread, and triggers drop one when a message it summarises
   (``seq <= through_seq``) is deleted or its parts change, as in the SQLite store.
 
@@ -146,6 +148,16 @@ MIGRATIONS: tuple[str, ...] = (
         resource_id text COLLATE "C" PRIMARY KEY,
         max_age_us bigint NOT NULL
     );
+    """,
+    # 6: operation ids of working-memory and state writes, so that a write run again after its
+    # COMMIT's answer was lost applies once (:mod:`.ops`); random ids, pruned after a day.
+    """
+    CREATE TABLE applied_ops (
+        op_id text COLLATE "C" PRIMARY KEY,
+        applied_us bigint NOT NULL,
+        version bigint
+    );
+    CREATE INDEX applied_ops_by_age ON applied_ops (applied_us);
     """,
 )
 

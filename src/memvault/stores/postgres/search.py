@@ -12,6 +12,11 @@ quoted as a tsquery lexeme, in a bound parameter. Ranking is ``ts_rank_cd`` (cov
 divided by 1 + log of the message's length): it depends on the message and the query only, so
 one resource's scores never depend on another resource's messages.
 
+A search runs in a transaction whose ``statement_timeout`` is :data:`SEARCH_TIMEOUT`: a search
+that takes longer is cancelled by the server and raises :class:`~memvault.errors.StoreError`
+saying so (the query's terms are capped, see :func:`memvault.rules.words.query_groups`, so this
+takes a server in trouble, not a long query).
+
 Limit: a ``tsvector`` holds at most 1 MiB, so only about the first 900 kB of a message's
 distinct words are indexed (:data:`MAX_VECTOR_BYTES`; a 10 MB message still saves).
 """
@@ -21,6 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from psycopg import errors
+
+from memvault.errors import StoreError
 from memvault.model import Message, SearchHit
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
@@ -30,6 +38,8 @@ from memvault.stores.postgres.retention import VISIBLE, visible_args
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
 REBUILD_BATCH = 500
+SEARCH_TIMEOUT = 10.0
+"""Seconds a search statement may run before the server cancels it (``statement_timeout``)."""
 MAX_LEXEME_BYTES = 2047
 """PostgreSQL does not index longer words."""
 MAX_VECTOR_BYTES = 900_000
@@ -89,18 +99,29 @@ async def search(
     conn: Conn, resource_id: str, query: str, thread_id: str | None, limit: int
 ) -> list[SearchHit]:
     """The resource's (or the thread's) messages matching ``query`` (a :func:`tsquery`), best
-    first; ties go to the older message."""
+    first; ties go to the older message. Raises StoreError after :data:`SEARCH_TIMEOUT`."""
     where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
     if thread_id is not None:
         where += " AND m.thread_id = %(thread)s"
-    cursor = await conn.execute(
-        f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
-        f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
-        {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
-    )
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('statement_timeout', %s, true)",
+                               (f"{max(1, round(SEARCH_TIMEOUT * 1000))}ms",))
+            cursor = await conn.execute(
+                f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
+                f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
+                {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
+            )
+            found = await cursor.fetchall()
+    except errors.QueryCanceled as exc:
+        raise StoreError(
+            f"full-text search was cancelled by PostgreSQL ({' '.join(str(exc).split())}; a"
+            f" search may run {SEARCH_TIMEOUT:g} s): the server may be overloaded; try again,"
+            " or search with fewer words"
+        ) from exc
     return [
         SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))
-        for r in await cursor.fetchall()
+        for r in found
     ]
 
 

@@ -14,8 +14,10 @@ Open it with a URL (``open_store`` / ``Memory.open``)::
 
 Opening applies the schema's missing migrations under an advisory lock
 (:mod:`~.schema`), so any number of processes may open a new schema at once. Every
-write is one transaction; a deadlock or serialization failure is retried, and a server that
-cannot be reached raises :class:`~memvault.errors.StoreError` naming it (:mod:`~.db`).
+write is one transaction; a deadlock, a serialization failure or a lost connection is retried
+(a save, a working-memory or state write even when the connection was lost during ``COMMIT``:
+they apply once, see :mod:`~.ops`), and a server that cannot be reached raises
+:class:`~memvault.errors.StoreError` naming it (:mod:`~.db`).
 Semantics are those of :class:`~memvault.stores.base.Store`; how each capability keeps them
 with concurrent writers is in the modules of its transaction bodies.
 """
@@ -46,6 +48,7 @@ from memvault.stores.postgres import summaries as _summaries
 from memvault.stores.postgres import threads as _threads
 from memvault.stores.postgres import vectors as _vectors
 from memvault.stores.postgres.db import Database, reason, set_search_path
+from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
 
 _OPTIONS = ("schema", "min_size", "max_size")
@@ -58,6 +61,7 @@ class PostgresStore:
     def __init__(self, database: Database) -> None:
         self._db = database
         self.schema = database.schema
+        self._pruning = Pruning()
 
     @classmethod
     async def open(cls, url: str) -> PostgresStore:
@@ -112,7 +116,7 @@ class PostgresStore:
         if not messages:
             return []
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), _search.document(m)) for m in messages]
-        seqs = await self._db.write(_messages.save_messages, resource_id, thread_id, prepared)
+        seqs = await self._db.write_idempotent(_messages.save_messages, resource_id, thread_id, prepared)
         return saved_messages(messages, resource_id, thread_id, seqs)
 
     async def get_messages(
@@ -140,7 +144,7 @@ class PostgresStore:
     # retention (memvault.stores.capabilities.Retention; :mod:`.retention`)
 
     async def set_retention(self, resource_id: str, max_age: timedelta | None) -> None:
-        await self._db.write(_retention.set_retention, resource_id, max_age)
+        await self._db.write_idempotent(_retention.set_retention, resource_id, max_age)
 
     async def retention_policies(self) -> dict[str, timedelta]:
         return await self._db.read(_retention.retention_policies)
@@ -170,7 +174,8 @@ class PostgresStore:
     async def update_working_memory(
         self, resource_id: str, key: str, update: WorkingMemoryUpdate
     ) -> str | None:
-        return await self._db.write(_records.update_working_memory, resource_id, key, update)
+        return await self._db.write_idempotent(
+            _records.update_working_memory, resource_id, key, update, self._pruning.op())
 
     # states
 
@@ -187,7 +192,8 @@ class PostgresStore:
         expected_version: int | _Unset | None = UNSET,
     ) -> State | None:
         state = State(resource_id=resource_id, key=key, value=value, status=status)
-        return await self._db.write(_records.set_state, state, expected_version)
+        return await self._db.write_idempotent(
+            _records.set_state, state, expected_version, self._pruning.op())
 
     async def list_states(
         self, resource_id: str, *, status: str | None = None, limit: int = 100
@@ -260,13 +266,13 @@ class PostgresStore:
         return await self._db.read(_export.state_keys, resource_id)
 
     async def restore_thread(self, thread: Thread) -> None:
-        await self._db.write(_export.restore_thread, thread)
+        await self._db.write_idempotent(_export.restore_thread, thread)
 
     async def restore_state(self, state: State) -> None:
-        await self._db.write(_export.restore_state, state)
+        await self._db.write_idempotent(_export.restore_state, state)
 
     async def restore_summary(self, summary: Summary) -> None:
-        await self._db.write(_export.restore_summary, summary)
+        await self._db.write_idempotent(_export.restore_summary, summary)
 
 
 def postgres_options(url: str) -> tuple[str, str, int, int, str]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from memvault import Memory, Message, ToolResultPart, ValidationError
+from memvault.rules.words import MAX_PHRASE_CHARS, MAX_QUERY_TERMS
 from memvault.testing.support import ids, save_texts
 
 pytestmark = pytest.mark.capability("full_text")
@@ -137,3 +139,50 @@ async def test_search_follows_updates_and_deletes(corpus: Memory) -> None:
 
     await corpus.delete_thread(thread_id="t1", resource_id=R)
     assert await corpus.search_messages(resource_id=R, query="tea") == []
+
+
+EVERYDAY = {
+    "whats": "What's it? Nobody knows",
+    "its": "it's raining again",
+    "plain": "rain is wet",
+    "letters": "plan A or plan B, as usual",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What's it?", {"whats", "its"}),  # only stop words: they are searched
+        ("it's", {"whats", "its"}),
+        ("s", {"whats", "its"}),  # "s" is a word of its own (it is never stemmed away)
+        ("is", {"plain"}),  # short words are not stemmed: "is" is not "i"
+        ("as", {"letters"}),
+        ("'", set()), ("\\", set()), ("&|!():*<->", set()), ("'' | ''", set()),
+        ("rain's", {"its", "plain"}),  # stop words dropped when the query has other words
+    ],
+)
+async def test_everyday_phrasing(memory: Memory, query: str, expected: set[str]) -> None:
+    await save_texts(memory, EVERYDAY, thread_id="t", resource_id=R)
+    assert set(ids(await memory.search_messages(resource_id=R, query=query))) == expected
+    hits = await memory.recall(resource_id=R, query=query, thread_id="t")
+    assert isinstance(hits.hits, list)
+
+
+async def test_a_query_of_40000_words_is_searched_for_its_first_terms(corpus: Memory) -> None:
+    words = ["coffee", *(f"w{i}" for i in range(40_000))]
+    assert ids(await corpus.search_messages(resource_id=R, query=" ".join(words))) == ["coffee"]
+    past_the_cap = [f"w{i}" for i in range(MAX_QUERY_TERMS)] + ["coffee"]
+    assert await corpus.search_messages(resource_id=R, query=" ".join(past_the_cap)) == []
+    repeated = " ".join(["w1"] * 40_000 + ["coffee"])  # distinct terms count, not words
+    assert ids(await corpus.search_messages(resource_id=R, query=repeated)) == ["coffee"]
+
+
+async def test_a_query_of_5000_cjk_characters_is_bounded(corpus: Memory) -> None:
+    started = time.perf_counter()
+    for query in ["中" * 5000, "我喜欢中文和茶" * 715, "".join(chr(0x4E00 + i) for i in range(5000))]:
+        assert isinstance(await corpus.search_messages(resource_id=R, query=query), list)
+    assert time.perf_counter() - started < 20
+    # a long run is matched as phrases of MAX_PHRASE_CHARS characters: the first one here
+    assert ids(await corpus.search_messages(
+        resource_id=R, query="我喜欢中文和茶" + "的" * (MAX_PHRASE_CHARS - 7) + "不" * 50)) == []
+    assert ids(await corpus.search_messages(resource_id=R, query="中文和茶" + "x" * 20)) == ["cjk"]
