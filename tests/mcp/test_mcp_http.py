@@ -123,3 +123,28 @@ async def test_message_limits_agree_with_stdio(http_server: str, db_url: str) ->
         assert refused.is_error and "max_message_bytes" in text(refused), text(refused)[:300]
     async with await Memory.open(db_url) as memory:
         assert await memory.count_messages(thread_id="big", resource_id="ada") == 1
+
+
+async def test_results_fit_a_default_client(http_server: str, db_url: str) -> None:
+    """A thread of large messages is read within the result budget: each message's text cut to
+    64 KiB (``truncated``), older messages left out and counted (``omitted``), so the result
+    fits the official client's default limit; the stored messages are whole."""
+    from memvault.mcp.server import MAX_MESSAGE_BYTES, MAX_RESULT_BYTES
+
+    ada = _client(await _key(db_url, "ada"))
+    async with streamable_http_client(http_server, http_client=ada) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        for i in range(12):
+            structured(await session.call_tool("save_message", {"thread_id": "long",
+                                                                "text": f"{i} " + "北" * 40_000}))
+        shown = structured(await session.call_tool("read_thread", {"thread_id": "long", "last_n": 12}))
+        sizes = [len(m["text"].encode()) for m in shown["messages"]]
+        assert all(m["truncated"] for m in shown["messages"]) and max(sizes) <= MAX_MESSAGE_BYTES
+        assert sum(sizes) <= MAX_RESULT_BYTES and shown["omitted"] == 12 - len(sizes) > 0
+        assert shown["messages"][-1]["text"].startswith("11 ")  # the newest are kept
+        hits = structured(await session.call_tool("search", {"query": "北", "limit": 12}))
+        assert len(hits["hits"]) + hits["omitted"] == 12
+    async with await Memory.open(db_url) as memory:
+        stored = await memory.get_messages(thread_id="long", resource_id="ada")
+        assert [len(m.text) for m in stored] == [len(f"{i} ") + 40_000 for i in range(12)]

@@ -56,6 +56,32 @@ KeyCheck = Callable[[Memory, str, str], Awaitable[bool]]
 """``(memory, resource_id, secret)``: whether ``secret`` is a valid key bound to ``resource_id``."""
 MAX_PAGE = 100
 MAX_LAST_N = 200
+MAX_MESSAGE_BYTES = 64 * 1024
+"""A message's text in a tool result is cut to this many UTF-8 bytes (``truncated: true``)."""
+MAX_RESULT_BYTES = 256 * 1024
+"""The message text of one tool result stays within this many UTF-8 bytes (older messages, or
+lower-ranked hits, are left out and counted in ``omitted``): a result travels twice, as
+structured content and as its JSON text (the protocol asks for both), and the pair fits the
+official clients' default 1 MiB limit on one message."""
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (never inside a character), and whether it was."""
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text, False
+    return encoded[:limit].decode(errors="ignore"), True
+
+
+def _within_budget(sizes: list[int]) -> int:
+    """How many of the items (sized in bytes, in the order they are kept: best or newest first)
+    fit in :data:`MAX_RESULT_BYTES`; at least one."""
+    total = 0
+    for kept, size in enumerate(sizes):
+        total += size
+        if total > MAX_RESULT_BYTES and kept:
+            return kept
+    return len(sizes)
 
 # ---------------------------------------------------------------- results (the output schemas)
 
@@ -84,22 +110,34 @@ class ThreadList(BaseModel):
 
 
 class MessageView(BaseModel):
+    """A message as the tools show it: its text cut to :data:`MAX_MESSAGE_BYTES` (``truncated``
+    says so)."""
+
     id: str
     thread_id: str | None
     seq: int | None
     role: str
     text: str
     created_at: datetime
+    truncated: bool = False
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
+        text, truncated = _cut(message.text, MAX_MESSAGE_BYTES)
         return cls(id=message.id, thread_id=message.thread_id, seq=message.seq, role=message.role,
-                   text=message.text, created_at=message.created_at)
+                   text=text, created_at=message.created_at, truncated=truncated)
+
+    @property
+    def size(self) -> int:
+        return len(self.text.encode())
 
 
 class ThreadMessages(BaseModel):
+    """The newest messages, oldest first; ``omitted`` older ones did not fit in one result."""
+
     thread_id: str
     messages: list[MessageView]
+    omitted: int = 0
 
 
 class SearchMatch(BaseModel):
@@ -108,7 +146,10 @@ class SearchMatch(BaseModel):
 
 
 class SearchResults(BaseModel):
+    """The hits, best first; ``omitted`` lower-ranked ones did not fit in one result."""
+
     hits: list[SearchMatch]
+    omitted: int = 0
 
 
 class RecallMatch(BaseModel):
@@ -131,8 +172,11 @@ class RecallMatch(BaseModel):
 
 
 class RecallResults(BaseModel):
+    """The hits, best first; ``omitted`` lower-ranked ones did not fit in one result."""
+
     hits: list[RecallMatch]
     warnings: list[str]
+    omitted: int = 0
 
 
 class WorkingMemory(BaseModel):
@@ -227,7 +271,10 @@ class MemoryServer:
             await self._check_thread(thread_id)
             messages = await self.memory.get_messages(thread_id=thread_id, resource_id=self.resource_id,
                                                       last_n=last_n)
-        return ThreadMessages(thread_id=thread_id, messages=[MessageView.of(m) for m in messages])
+        views = [MessageView.of(m) for m in messages]
+        kept = _within_budget([v.size for v in reversed(views)])
+        return ThreadMessages(thread_id=thread_id, messages=views[len(views) - kept:],
+                              omitted=len(views) - kept)
 
     async def search(
         self,
@@ -243,8 +290,9 @@ class MemoryServer:
             await self._check_thread(thread_id)
             hits = await self.memory.search_messages(resource_id=self.resource_id, query=query,
                                                      thread_id=thread_id, limit=limit)
-        return SearchResults(hits=[SearchMatch(score=h.score, message=MessageView.of(h.message))
-                                   for h in hits])
+        matches = [SearchMatch(score=h.score, message=MessageView.of(h.message)) for h in hits]
+        kept = _within_budget([m.message.size for m in matches])
+        return SearchResults(hits=matches[:kept], omitted=len(matches) - kept)
 
     async def recall(
         self,
@@ -264,7 +312,9 @@ class MemoryServer:
             options = dataclasses.replace(self._recall_options, top_k=top_k)
             result = await self.memory.recall(resource_id=self.resource_id, query=query,
                                               thread_id=thread_id, options=options)
-        return RecallResults(hits=[RecallMatch.of(h) for h in result.hits], warnings=list(result.warnings))
+        matches = [RecallMatch.of(h) for h in result.hits]
+        kept = _within_budget([sum(v.size for v in m.context) for m in matches])
+        return RecallResults(hits=matches[:kept], warnings=list(result.warnings), omitted=len(matches) - kept)
 
     async def get_working_memory(self, thread_id: WmThread = None) -> WorkingMemory:
         """Read the working memory: the note kept about the user and the task (content is null
