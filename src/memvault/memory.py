@@ -236,6 +236,12 @@ class Memory:
             if not isinstance(message, Mapping):
                 raise ValidationError(f"a message must be a Message or a dict, got {type(message).__name__}")
             message = Message.parse(dict(message))
+        if message.unreadable is not None:
+            raise ValidationError(
+                f"message {message.id!r} is a placeholder for a stored row that could not be read "
+                f"({message.unreadable.reason}); it cannot be saved: delete it by id, or save a "
+                "new message with the same id to replace it"
+            )
         size = len(message.parts_json().encode()) + len(json.dumps(message.metadata).encode())
         if size > self.options.max_message_bytes:
             raise MessageTooLargeError(

@@ -17,7 +17,7 @@ search, recall, ``read_turn``, export, copy):
   when valid (else the Unix epoch), empty metadata, and one
   :class:`~memvault.model.UnreadablePart` carrying the reason and the stored columns verbatim.
   A warning on the ``memvault.stores`` logger names the resource, thread and message ids and the
-  reason (never the text), once per message and reason in a process.
+  reason (never the text), on every read that meets the row.
 
 Reading a single message by id follows the same rule: it returns the placeholder, never an
 error, so callers see one shape everywhere and can delete or repair the row by its id.
@@ -224,18 +224,8 @@ def placeholder(row: tuple[Any, ...], reason: str) -> Message:
     })
 
 
-_warned: set[tuple[Any, ...]] = set()
-_WARNED_MAX = 10_000
-
-
 def warn(resource_id: Any, thread_id: Any, message_id: Any, reason: str) -> None:
-    """Log that a row is unreadable: once per (resource, thread, message, reason) in a process
-    (the set of those already logged is forgotten past 10,000 entries)."""
-    key = (resource_id, thread_id, message_id, reason)
-    if key in _warned:
-        return
-    if len(_warned) >= _WARNED_MAX:
-        _warned.clear()
-    _warned.add(key)
+    """Log that a row is unreadable, on every read that meets it (a row that stays broken keeps
+    saying so; delete or repair it by id)."""
     log.warning("memvault: message %r of thread %r (resource %r) cannot be read and is returned as "
                 "a placeholder: %s", message_id, thread_id, resource_id, reason)
