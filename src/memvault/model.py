@@ -272,8 +272,9 @@ class UnreadablePart(Model):
     """The one part of a placeholder: a stored message row memvault could not decode (bad JSON,
     a known part with invalid fields, an out-of-range time, an unknown role, a row format newer
     than :data:`ROW_FORMAT`). ``reason`` says what failed (never the message's text); ``raw``
-    holds the stored columns verbatim (``role``, ``parts``, ``metadata``, ``created_us``) for
-    repair. A message holding one is never saved: save, copy and import refuse or skip it (see
+    holds the stored columns (``role``, ``parts``, ``metadata``, ``created_us``) for repair:
+    verbatim when text, an integer or null; bytes decoded with backslash escapes, anything else
+    as its ``repr``. A message holding one is never saved: save, copy and import refuse or skip it (see
     docs/concepts.md, "Unreadable rows").
     """
 

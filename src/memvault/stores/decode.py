@@ -134,6 +134,8 @@ def decode_part(raw: Any, index: int) -> Part:
             raise Unreadable(f"parts[{index}] has no string type")
         return UnknownPart.model_construct(raw=raw)
     kind = raw["type"]
+    if kind not in _PARTS:  # "unreadable": a placeholder's part was stored, bypassing Memory
+        raise Unreadable(f"parts[{index}] is a placeholder's {kind!r} part")
     cls, checks, required = _PARTS[kind]
     values = {k: v for k, v in raw.items() if k != "v"}
     for name, value in values.items():
@@ -215,13 +217,24 @@ def placeholder(row: tuple[Any, ...], reason: str) -> Message:
         created_at = decode_time(created_us)
     except Unreadable:
         created_at = EPOCH
-    part = trusted(UnreadablePart, {"type": "unreadable", "reason": reason, "raw": {
-        "role": role, "parts": parts, "metadata": metadata, "created_us": created_us}})
+    raw = {"role": role, "parts": parts, "metadata": metadata, "created_us": created_us}
+    part = trusted(UnreadablePart, {"type": "unreadable", "reason": reason,
+                                    "raw": {name: _plain(value) for name, value in raw.items()}})
     return trusted(Message, {
         "id": message_id, "role": role if role in ROLES else "assistant", "parts": [part],
         "thread_id": thread_id, "resource_id": resource_id, "created_at": created_at,
         "metadata": {}, "seq": seq,
     })
+
+
+def _plain(value: Any) -> Any:
+    """A stored value as JSON can hold it: text, integers and None as they are; bytes decoded
+    with backslash escapes for what is not UTF-8; anything else as its ``repr``."""
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return repr(value)
 
 
 def warn(resource_id: Any, thread_id: Any, message_id: Any, reason: str) -> None:
