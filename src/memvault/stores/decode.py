@@ -99,17 +99,20 @@ def _bool(value: Any) -> bool:
 
 
 _PARTS: dict[str, tuple[type[Model], dict[str, Check], frozenset[str]]] = {
-    "text": (TextPart, {"text": _str}, frozenset({"text"})),
-    "reasoning": (ReasoningPart, {"text": _str, "signature": _opt_str}, frozenset({"text"})),
-    "tool-call": (ToolCallPart, {"tool_call_id": _str, "name": _str, "args": _any},
+    "text": (TextPart, {"type": _any, "text": _str}, frozenset({"text"})),
+    "reasoning": (ReasoningPart, {"type": _any, "text": _str, "signature": _opt_str}, frozenset({"text"})),
+    "tool-call": (ToolCallPart, {"type": _any, "tool_call_id": _str, "name": _str, "args": _any},
                   frozenset({"tool_call_id", "name"})),
-    "tool-result": (ToolResultPart, {"tool_call_id": _str, "output": _any, "is_error": _bool,
+    "tool-result": (ToolResultPart, {"type": _any, "tool_call_id": _str, "output": _any, "is_error": _bool,
                                      "name": _opt_str}, frozenset({"tool_call_id"})),
-    "file": (FilePart, {"url": _str, "media_type": _opt_str, "name": _opt_str}, frozenset({"url"})),
-    "image": (ImagePart, {"url": _str, "media_type": _opt_str, "detail": _detail}, frozenset({"url"})),
-    "data": (DataPart, {"data": _any, "name": _opt_str}, frozenset()),
+    "file": (FilePart, {"type": _any, "url": _str, "media_type": _opt_str, "name": _opt_str},
+             frozenset({"url"})),
+    "image": (ImagePart, {"type": _any, "url": _str, "media_type": _opt_str, "detail": _detail},
+              frozenset({"url"})),
+    "data": (DataPart, {"type": _any, "data": _any, "name": _opt_str}, frozenset()),
 }
-"""Each known part type: its model, a check per field, and the fields it must have."""
+"""Each known part type: its model, a check per field (``type`` is known already), and the
+fields it must have."""
 assert set(_PARTS) == set(PART_VERSIONS)
 
 _DEFAULTS: dict[str, dict[str, Any]] = {"tool-call": {"args": {}}, "tool-result": {"is_error": False}}
@@ -129,30 +132,30 @@ def decode_part(raw: Any, index: int) -> Part:
     :class:`Unreadable` for anything else."""
     if not isinstance(raw, dict):
         raise Unreadable(f"parts[{index}] is a {type(raw).__name__}, not an object")
-    if is_unknown_part(raw):
-        if not isinstance(raw.get("type"), str):
-            raise Unreadable(f"parts[{index}] has no string type")
-        return UnknownPart.model_construct(raw=raw)
-    kind = raw["type"]
-    if kind not in _PARTS:  # "unreadable": a placeholder's part was stored, bypassing Memory
-        raise Unreadable(f"parts[{index}] is a placeholder's {kind!r} part")
-    cls, checks, required = _PARTS[kind]
-    values = {k: v for k, v in raw.items() if k != "v"}
-    for name, value in values.items():
-        if name == "type":
-            continue
+    kind = raw.get("type")
+    entry = _PARTS.get(kind) if isinstance(kind, str) else None
+    if entry is None or "v" in raw:
+        if is_unknown_part(raw):
+            if not isinstance(kind, str):
+                raise Unreadable(f"parts[{index}] has no string type")
+            return UnknownPart.model_construct(raw=raw)
+        if entry is None:  # "unreadable": a placeholder's part was stored, bypassing Memory
+            raise Unreadable(f"parts[{index}] is a placeholder's {kind!r} part")
+        raw = {k: v for k, v in raw.items() if k != "v"}  # version 1, written explicitly
+    cls, checks, required = entry
+    for name, value in raw.items():
         check = checks.get(name)
         if check is None:
             raise Unreadable(f"parts[{index}] ({kind}) has an unknown field {name!r:.40}")
         if not check(value):
             raise Unreadable(f"parts[{index}] ({kind}) has a {type(value).__name__} {name}")
-    missing = required - values.keys()
-    if missing:
-        raise Unreadable(f"parts[{index}] ({kind}) lacks {', '.join(sorted(missing))}")
-    for name, default in _DEFAULTS.get(kind, {}).items():
-        if values.get(name) is None:
-            values[name] = default
-    return trusted(cls, values)  # type: ignore[return-value]
+    if not required <= raw.keys():
+        missing = ", ".join(sorted(required - raw.keys()))
+        raise Unreadable(f"parts[{index}] ({kind}) lacks {missing}")
+    defaults = _DEFAULTS.get(str(kind))
+    if defaults and any(raw.get(name) is None for name in defaults):
+        raw = {**raw, **{name: d for name, d in defaults.items() if raw.get(name) is None}}
+    return trusted(cls, raw)  # type: ignore[return-value]
 
 
 def decode_parts(stored: Any) -> list[Part]:
