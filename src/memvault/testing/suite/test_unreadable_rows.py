@@ -128,7 +128,7 @@ async def test_search_recall_and_turn_reads_contain_a_bad_row(
     _good(saved, list(turn.messages))
 
 
-@pytest.mark.capability("export")
+@pytest.mark.capability("full_text", "states", "summaries", "embeddings", "export")
 async def test_export_leaves_the_placeholder_out_and_import_refuses_one(
     memory: Memory, write_row: RowWriter
 ) -> None:
@@ -189,9 +189,8 @@ async def test_unknown_parts_round_trip_untouched(
     assert (await memory.get_messages(thread_id=T, resource_id=R, ids=["m2"]))[0].parts_json() == parts
 
 
+@pytest.mark.capability("full_text", "states", "summaries", "embeddings", "export")
 async def test_unknown_parts_survive_export_and_import(memory: Memory, write_row: RowWriter) -> None:
-    if not has(memory, "export"):
-        pytest.skip("the store has no export capability")
     await save_texts(memory, TEXTS, thread_id=T, resource_id=R)
     await write_row(memory.store, R, T, "m2", {"parts": NEWER_PARTS[0]})
     sink = io.StringIO()
@@ -202,11 +201,10 @@ async def test_unknown_parts_survive_export_and_import(memory: Memory, write_row
     assert read.parts_json() == NEWER_PARTS[0]
 
 
+@pytest.mark.capability("full_text", "states", "summaries", "embeddings", "export")
 async def test_copy_carries_unknown_parts_and_leaves_placeholders_out(
     memory: Memory, write_row: RowWriter, tmp_path: Path
 ) -> None:
-    if not has(memory, "export"):
-        pytest.skip("the store has no export capability")
     await save_texts(memory, TEXTS, thread_id=T, resource_id=R)
     await write_row(memory.store, R, T, "m1", {"parts": NEWER_PARTS[0]})
     await write_row(memory.store, R, T, "m2", BAD_ROWS["parts-not-json"])
