@@ -46,6 +46,8 @@ if TYPE_CHECKING:
         ThreadPage,
         ToolCallPart,
         ToolResultPart,
+        UnknownPart,
+        UnreadablePart,
     )
     from memvault.options import HistoryOptions, MemoryOptions
     from memvault.recall import RecallOptions, RecallResult
@@ -59,7 +61,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _MODEL = ("DataPart", "FilePart", "ImagePart", "Message", "Part", "ReasoningPart", "SearchHit", "State",
-          "Summary", "TextPart", "Thread", "ThreadPage", "ToolCallPart", "ToolResultPart")
+          "Summary", "TextPart", "Thread", "ThreadPage", "ToolCallPart", "ToolResultPart", "UnknownPart",
+          "UnreadablePart")
 
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     **{name: ("memvault.model", None) for name in _MODEL},
@@ -122,6 +125,8 @@ __all__ = [
     "ToolResultPart",
     "Turn",
     "TurnOptions",
+    "UnknownPart",
+    "UnreadablePart",
     "ValidationError",
     "WorkingMemoryOptions",
 ]

@@ -246,6 +246,12 @@ class Memory:
                 message = Message.parse(dict(message))
             except ValidationError as error:
                 raise ValidationError(f"messages[{number}]: {error}") from None
+        if message.unreadable is not None:
+            raise ValidationError(
+                f"messages[{number}]: message {message.id!r} is a placeholder for a stored row that could "
+                f"not be read ({message.unreadable.reason}); it cannot be saved: delete it by id, or "
+                "save a new message with the same id to replace it"
+            )
         size = len(message.parts_json().encode()) + len(json.dumps(message.metadata).encode())
         if size > self.options.max_message_bytes:
             raise MessageTooLargeError(

@@ -17,11 +17,21 @@ import math
 import os
 import random
 import time
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self, TypeAlias
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_serializer,
+)
 
 from memvault.errors import ValidationError, shown
 
@@ -156,12 +166,22 @@ class Model(BaseModel):
             raise ValidationError(_describe(exc, type(self).__name__)) from None
 
     @classmethod
-    def parse(cls, data: Any) -> Self:
-        """Validate a dict (or an instance) into this model, raising memvault's ValidationError."""
+    def parse(cls, data: Any, *, unknown_parts: bool = False) -> Self:
+        """Validate a dict (or an instance) into this model, raising memvault's ValidationError.
+        With ``unknown_parts`` a part dict of a type this memvault does not know (or of a newer
+        part version) becomes an :class:`UnknownPart` kept verbatim instead of an error."""
+        token = _UNKNOWN_PARTS.set(unknown_parts)
         try:
             return cls.model_validate(data)
         except pydantic.ValidationError as exc:
             raise ValidationError(_describe(exc, cls.__name__)) from None
+        finally:
+            _UNKNOWN_PARTS.reset(token)
+
+
+_UNKNOWN_PARTS: ContextVar[bool] = ContextVar("memvault_unknown_parts", default=False)
+"""Set by ``Model.parse(..., unknown_parts=True)`` while it validates (a context variable: the
+models' own ``__init__`` does not pass pydantic's validation context on)."""
 
 
 def _describe(exc: pydantic.ValidationError, name: str) -> str:
@@ -233,10 +253,79 @@ class DataPart(Model):
     name: Text | None = None
 
 
+class UnknownPart(Model):
+    """A part this memvault cannot read because a newer memvault wrote it: a ``type`` it does not
+    know, or a known type with a part version (``"v"``) newer than :data:`PART_VERSIONS` gives.
+
+    ``raw`` is the stored part exactly; it is dumped and saved back unchanged, so reading a
+    message and saving it again (or copying, exporting and importing it) keeps the part
+    byte-identical for the newer memvault. Nothing reads inside it: it is not searched, not
+    counted as text, and :mod:`memvault.formats` leaves it out. Message validation accepts an
+    UnknownPart instance; a dict whose type is unknown is refused unless the caller opts in
+    (``Message.parse(data, unknown_parts=True)``, which import uses).
+    """
+
+    raw: dict[str, JSON]
+
+    @property
+    def type(self) -> str:
+        """The stored part's ``type`` (as written by the newer memvault)."""
+        kind = self.raw.get("type")
+        return kind if isinstance(kind, str) else ""
+
+    @model_serializer(mode="plain")
+    def _as_stored(self) -> dict[str, Any]:
+        return self.raw
+
+
+class UnreadablePart(Model):
+    """The one part of a placeholder: a stored message row memvault could not decode (bad JSON,
+    a known part with invalid fields, an out-of-range time, an unknown role, a row format newer
+    than :data:`ROW_FORMAT`). ``reason`` says what failed (never the message's text); ``raw``
+    holds the stored columns (``role``, ``parts``, ``metadata``, ``created_us``) for repair:
+    verbatim when text, an integer or null; bytes decoded with backslash escapes, anything else
+    as its ``repr``. A message holding one is never saved: save, copy and import refuse or skip it (see
+    docs/concepts.md, "Unreadable rows").
+    """
+
+    type: Literal["unreadable"] = "unreadable"
+    reason: Text
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+PART_VERSIONS: dict[str, int] = {
+    "text": 1, "reasoning": 1, "tool-call": 1, "tool-result": 1, "file": 1, "image": 1, "data": 1,
+}
+"""The newest version of each part type this memvault reads. Version 1 is stored without a
+``"v"`` key; a stored part whose ``"v"`` is higher reads as an :class:`UnknownPart`."""
+
+ROW_FORMAT = 1
+"""The newest stored message format this memvault reads: format 1 keeps ``parts`` as a JSON list.
+A later format stores an object ``{"format": n, ...}``; a row with ``n`` above this reads as a
+placeholder (:class:`UnreadablePart`)."""
+
+
+def _part_tag(value: Any) -> str | None:
+    if isinstance(value, UnknownPart):
+        return "unknown"
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in PART_VERSIONS or kind == "unreadable" else None
+
+
 Part = Annotated[
-    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart | ImagePart | DataPart,
-    Field(discriminator="type"),
+    Annotated[TextPart, Tag("text")] | Annotated[ReasoningPart, Tag("reasoning")]
+    | Annotated[ToolCallPart, Tag("tool-call")] | Annotated[ToolResultPart, Tag("tool-result")]
+    | Annotated[FilePart, Tag("file")] | Annotated[ImagePart, Tag("image")]
+    | Annotated[DataPart, Tag("data")] | Annotated[UnknownPart, Tag("unknown")]
+    | Annotated[UnreadablePart, Tag("unreadable")],
+    Discriminator(
+        _part_tag, custom_error_type="part_type",
+        custom_error_message="a part's type must be one of " + ", ".join(PART_VERSIONS),
+    ),
 ]
+"""Any part. :class:`UnknownPart` and :class:`UnreadablePart` come from reading stored rows;
+``Part`` accepts them as instances (a message read can be handled like any other), but a
+message holding an UnreadablePart cannot be saved."""
 
 
 class Message(Model):
@@ -256,6 +345,23 @@ class Message(Model):
     created_at: Timestamp = Field(default_factory=now)
     metadata: Metadata = Field(default_factory=dict)
     seq: int | None = None
+
+    @field_validator("parts", mode="before")
+    @classmethod
+    def _unknown_parts(cls, value: Any) -> Any:
+        """Under ``Message.parse(..., unknown_parts=True)``, wrap unknown part dicts."""
+        if _UNKNOWN_PARTS.get() and isinstance(value, list):
+            return [UnknownPart(raw=p) if isinstance(p, dict) and is_unknown_part(p) else p for p in value]
+        return value
+
+    @property
+    def unreadable(self) -> UnreadablePart | None:
+        """The :class:`UnreadablePart` when this message is a placeholder for a stored row memvault
+        could not read, else None."""
+        for part in self.parts:
+            if isinstance(part, UnreadablePart):
+                return part
+        return None
 
     @classmethod
     def user(cls, text: str, **fields: Any) -> Message:
@@ -283,12 +389,26 @@ class Message(Model):
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
 
     def parts_json(self) -> str:
-        """The parts as compact JSON, the form the stores keep."""
+        """The parts as compact JSON, the form the stores keep (row format 1: a list; an
+        :class:`UnknownPart` exactly as it was stored)."""
         return json.dumps(
-            [p.model_dump(mode="json", exclude_none=True) for p in self.parts],
+            [p.raw if isinstance(p, UnknownPart) else p.model_dump(mode="json", exclude_none=True)
+             for p in self.parts],
             ensure_ascii=False,
             separators=(",", ":"),
         )
+
+
+def is_unknown_part(part: dict[str, Any]) -> bool:
+    """Whether a stored part dict is one this memvault cannot read: its ``type`` is not a known
+    part type, or its part version ``"v"`` is newer than :data:`PART_VERSIONS` gives."""
+    kind = part.get("type")
+    if kind == "unreadable":
+        return False  # a placeholder's part: never taken for a newer memvault's
+    if not isinstance(kind, str) or kind not in PART_VERSIONS:
+        return True
+    version = part.get("v", 1)
+    return not isinstance(version, int) or isinstance(version, bool) or version > PART_VERSIONS[kind]
 
 
 class Thread(Model):

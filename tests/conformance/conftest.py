@@ -22,12 +22,15 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memvault.stores import Store, open_store
-from memvault.stores.sqlite import SqliteStore
-from memvault.testing import StoreFactory
+from memvault.stores.memory import InMemoryStore
+from memvault.stores.postgres.store import PostgresStore
+from memvault.stores.sqlite.store import SqliteStore
+from memvault.testing import RowWriter, StoreFactory
 
 # tests/conftest.py's own ``memory`` fixture (a SQLite Memory) would win over the plugin's here
 from memvault.testing.plugin import memory, store_factory, thread_scoped  # noqa: F401
@@ -67,6 +70,38 @@ STORES: list[StoreFactory] = [
     StoreFactory("postgres", _postgres),
 ]
 """Every store the suite runs over; ``memory`` (the reference store) comes first."""
+
+
+async def write_row(store: Store, resource_id: str, thread_id: str, message_id: str,
+                    columns: dict[str, Any]) -> None:
+    """The suite's :data:`~memvault.testing.RowWriter` for memvault's stores: the in-memory
+    store's test hook; raw SQL on the SQLite file (through the store's connection) and on the PostgreSQL
+    schema (through the store's pool), bypassing every check."""
+    if isinstance(store, InMemoryStore):
+        store._write_raw_row(resource_id, thread_id, message_id, columns)
+        return
+    names = list(columns)
+    if isinstance(store, SqliteStore):  # through the store's own connection (keyed if encrypted)
+        def update(conn: Any) -> None:
+            sets = ", ".join(f"{name} = ?" for name in names)
+            conn.execute(f"UPDATE messages SET {sets} WHERE resource_id = ? AND thread_id = ? AND id = ?",
+                         (*columns.values(), resource_id, thread_id, message_id))
+        await store._worker.write(update)
+        return
+    assert isinstance(store, PostgresStore)
+
+    async def body(conn: Any) -> None:
+        sets = ", ".join(f"{name} = %s" for name in names)
+        await conn.execute(
+            f"UPDATE messages SET {sets} WHERE resource_id = %s AND thread_id = %s AND id = %s",
+            (*columns.values(), resource_id, thread_id, message_id))
+    await store._db.write(body)
+
+
+@pytest.fixture
+def memvault_row_writer() -> RowWriter:
+    """Raw row writes for the unreadable-row tests, on every store here."""
+    return write_row
 
 
 @pytest.fixture(params=STORES, ids=str)

@@ -21,6 +21,8 @@ from memvault.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    UnknownPart,
+    UnreadablePart,
 )
 
 
@@ -464,3 +466,19 @@ def test_property_openai_round_trips_exactly(items: list[dict[str, Any]]) -> Non
     messages = from_openai(items)
     assert to_openai(messages) == items
     assert [core(m) for m in from_openai(to_openai(messages))] == [core(m) for m in messages]
+
+
+# parts this memvault cannot read
+
+
+def test_unknown_and_unreadable_parts_are_left_out() -> None:
+    newer = UnknownPart(raw={"type": "hologram", "v": 2, "frames": [1, 2]})
+    mixed = Message(role="user", parts=[TextPart(text="look"), newer])
+    only_newer = Message(role="assistant", parts=[newer])
+    placeholder = Message(role="tool", parts=[UnreadablePart(reason="parts is not JSON", raw={"parts": "["})])
+    after = Message.assistant("done")
+    assert to_openai([mixed, only_newer, placeholder, after]) == [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": "done"},
+    ]
+    assert mixed.parts[1] is newer  # the message itself is not changed

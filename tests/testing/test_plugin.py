@@ -48,6 +48,16 @@ async def open_full(folder):
 @pytest.fixture
 def memvault_store_factory():
     return {FACTORY}
+
+
+async def write_row(store, resource_id, thread_id, message_id, columns):
+    inner = getattr(store, "_inner", store)
+    inner._write_raw_row(resource_id, thread_id, message_id, columns)
+
+
+@pytest.fixture
+def memvault_row_writer():
+    return write_row
 '''
 
 SUITE = "from memvault.testing.suite import *  # noqa: F403\n"

@@ -41,6 +41,12 @@ What OpenAI chat cannot carry, and what ``to_openai`` does with it:
 * ``ImagePart.media_type``/``FilePart.media_type``, ``ReasoningPart.signature``: dropped; several
   reasoning parts are joined by newlines. A FilePart URL that is not ``data:`` or
   ``openai-file:`` is refused (OpenAI takes files only inline or uploaded).
+* Parts this memvault cannot read are left out: an :class:`~memvault.model.UnknownPart` (a newer
+  memvault wrote it) and the :class:`~memvault.model.UnreadablePart` of a placeholder for a row
+  that could not be decoded (:mod:`memvault.stores.decode`). A message left with no part at all
+  by that is left out entirely: the model is never shown a part it cannot use, nor an empty
+  message. (The runtime's history window then also drops a tool call whose result was in such
+  a message, so calls and results stay paired.)
 * Tool results in a ``tool`` or ``user`` message become one ``tool`` message each, written before
   the rest of a user message; they read back as separate ``role="tool"`` Messages.
 """
@@ -62,6 +68,8 @@ from memvault.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    UnknownPart,
+    UnreadablePart,
 )
 
 __all__ = ["from_openai", "to_openai"]
@@ -267,6 +275,11 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
         if not isinstance(message, Message):
             kind = type(message).__name__
             raise ValidationError(f"message [{i}] is a {kind}, not a Message; use Message.parse")
+        if any(isinstance(p, UnknownPart | UnreadablePart) for p in message.parts):
+            readable = [p for p in message.parts if not isinstance(p, UnknownPart | UnreadablePart)]
+            if not readable:
+                continue
+            message = message.model_copy(update={"parts": readable})
         try:
             out += _write(message)
         except ValidationError as exc:

@@ -10,6 +10,16 @@ Scope: ``"resource"`` (one note per user, shared by all their threads; the defau
 Modes: ``append`` (the default) merges: JSON is deep-merged (objects merge recursively, arrays
 gain the items they lack, ``null`` deletes a key, other values replace); text is appended on a new
 line. ``replace`` replaces the whole note. Updates run atomically in the store.
+
+Changing a note's format (text or Markdown to a JSON schema, or back) leaves the stored note in the
+old format. ``replace`` always works, whatever the stored content: it does not read it. ``append``
+cannot merge into content of another format: it raises :class:`memvault.errors.ValidationError`
+saying to use ``mode="replace"``, and writes nothing. For a JSON note that is stored content that
+is not a JSON object (and a merge that fails the schema only because the stored note, written
+under another schema, does not match it says so); for a text or Markdown note, stored content
+that is a JSON object (what a JSON note stores; a text note that happens to be exactly a JSON
+object is refused the same way). Reading a note never parses it: it returns the stored text
+whatever the format.
 """
 
 from __future__ import annotations
@@ -151,13 +161,59 @@ def apply(options: WorkingMemoryOptions, current: str | None, update: Any, mode:
         raise ValidationError(f"mode must be 'append' or 'replace', got {shown(mode)}")
     value = parse_update(options, update)
     if options.format == "json":
-        base = json.loads(current) if current else {}
-        result = deep_merge(base, value) if mode == "append" else value
-        validate(options, result)
+        if mode == "replace":
+            validate(options, value)
+            return json.dumps(value, ensure_ascii=False)
+        base = stored_object(current)
+        result = deep_merge(base, value)
+        try:
+            validate(options, result)
+        except ValidationError as exc:
+            try:
+                validate(options, base)
+            except ValidationError:
+                raise ValidationError(
+                    f"{exc} (the stored note itself does not match the current schema: it was "
+                    "written under another one; write the whole note with mode='replace')"
+                ) from None
+            raise
         return json.dumps(result, ensure_ascii=False)
     if mode == "replace" or not current or current == options.template:
         return str(value)
+    if _json_object(current) is not None:
+        raise ValidationError(
+            f"cannot append to the working memory: it holds a JSON object (a note written with a "
+            f"schema) and this note is {options.format}; write the whole note with "
+            "mode='replace' (read the old one first to carry over what it says)"
+        )
     return current.rstrip("\n") + "\n" + str(value)
+
+
+def stored_object(current: str | None) -> dict[str, Any]:
+    """The stored JSON note as an object (``{}`` when never written). Content of another format
+    (a text or Markdown note from before the schema was set, or anything not a JSON object) is a
+    :class:`ValidationError` that says to use ``mode="replace"``."""
+    if not current:
+        return {}
+    value = _json_object(current)
+    if value is None:
+        raise ValidationError(
+            "cannot append to the working memory: its stored content is not a JSON object (it was "
+            "written as text or Markdown, before the schema was set); write the whole note with "
+            "mode='replace' (read the old one first to carry over what it says)"
+        )
+    return value
+
+
+def _json_object(content: str) -> dict[str, Any] | None:
+    """``content`` parsed when it is a JSON object, else None (never raises)."""
+    if not content.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(content)
+    except (ValueError, RecursionError):  # not JSON, integers over 4,300 digits, deep nesting
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def validate(options: WorkingMemoryOptions, value: Any) -> None:

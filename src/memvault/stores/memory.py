@@ -16,6 +16,7 @@ from typing import Any
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.rules.words import index_text, query_groups, stem, tokens
+from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
     UNSET,
@@ -180,6 +181,24 @@ class InMemoryStore:
         if query.first_n is not None:
             ordered = ordered[: query.first_n]
         return [m.model_copy(deep=True) for m in ordered]
+
+    def _write_raw_row(
+        self, resource_id: str, thread_id: str, message_id: str, columns: Mapping[str, Any]
+    ) -> None:
+        """A test hook: replace stored columns of a saved message (``role``, ``parts``,
+        ``metadata``: text as the SQL stores keep it; ``created_us``: an integer) with raw values,
+        as a newer memvault or damage on disk could leave them. The row is decoded as the SQL
+        stores decode theirs (:func:`memvault.stores.rows.message`), so reads then return what
+        they would: an :class:`~memvault.model.UnknownPart`, or a placeholder."""
+        record = self._record(resource_id, thread_id)
+        stored = record.messages.get(message_id) if record else None
+        if record is None or stored is None:
+            raise NotFoundError(f"message {message_id!r} is not in this thread")
+        row = {"role": stored.role, "parts": stored.parts_json(), "metadata": rows.dumps(stored.metadata),
+               "created_us": to_micros(stored.created_at), **columns}
+        record.messages[message_id] = rows.message((
+            message_id, thread_id, resource_id, stored.seq, row["role"], row["parts"], row["metadata"],
+            row["created_us"]))
 
     @staticmethod
     def _seq(record: _ThreadRecord, message_id: str) -> int:

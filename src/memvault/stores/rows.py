@@ -1,36 +1,21 @@
 """Turning stored rows back into the vocabulary, for the SQL stores.
 
 Rows were validated when they were written, so they are rebuilt without validating again:
-:func:`trusted` fills a model's fields directly, as pydantic's ``model_construct`` does but
-without its per-call overhead (reads of a history window build many small models). The
-conformance suite checks that what comes back equals what was saved.
+:func:`~memvault.stores.decode.trusted` fills a model's fields directly, as pydantic's
+``model_construct`` does but without its per-call overhead (reads of a history window build many
+small models). The conformance suite checks that what comes back equals what was saved; a row
+that cannot be decoded is contained as :mod:`memvault.stores.decode` says.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from memvault.model import (
-    DataPart,
-    FilePart,
-    ImagePart,
-    Message,
-    Model,
-    Part,
-    ReasoningPart,
-    State,
-    Summary,
-    TextPart,
-    Thread,
-    ThreadPage,
-    ToolCallPart,
-    ToolResultPart,
-)
+from memvault.model import Message, State, Summary, Thread, ThreadPage
+from memvault.stores import decode
 from memvault.stores.common import encode_cursor, from_micros, to_micros
-
-M = TypeVar("M", bound=Model)
 
 THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
 """The ``threads`` columns :func:`thread` reads and :func:`thread_values` gives, in order."""
@@ -46,54 +31,27 @@ def qualified(columns: str, alias: str) -> str:
     """``columns`` (comma-separated) each prefixed with a table alias: ``m.id, m.thread_id, ...``."""
     return ", ".join(f"{alias}.{name.strip()}" for name in columns.split(","))
 
-_PARTS: dict[str, type[Model]] = {
-    "text": TextPart,
-    "reasoning": ReasoningPart,
-    "tool-call": ToolCallPart,
-    "tool-result": ToolResultPart,
-    "file": FilePart,
-    "image": ImagePart,
-    "data": DataPart,
-}
-
-
-_FIELDS: dict[type[Model], tuple[str, ...]] = {}
-_set = object.__setattr__
-
-
-def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of ``cls`` from already-valid ``values`` (taken over, not copied); missing
-    optional fields are None (stored JSON leaves out None values only)."""
-    model = cls.__new__(cls)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(cls.model_fields)
-    if len(values) != len(names):
-        values = {name: values.get(name) for name in names}
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
-
-
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def message(row: Any) -> Message:
-    """A row of ``id, thread_id, resource_id, seq, role, parts, metadata, created_us``."""
+    """A row of ``id, thread_id, resource_id, seq, role, parts, metadata, created_us``; a row
+    that cannot be decoded gives a placeholder (the rule: :mod:`memvault.stores.decode`)."""
     message_id, thread_id, resource_id, seq, role, parts, metadata, created_us = row
-    return trusted(Message, {
-        "id": message_id,
-        "role": role,
-        "parts": [cast(Part, trusted(_PARTS[p["type"]], p)) for p in json.loads(parts)],
-        "thread_id": thread_id,
-        "resource_id": resource_id,
-        "created_at": from_micros(created_us),
-        "metadata": json.loads(metadata) if metadata != "{}" else {},
-        "seq": seq,
-    })
+    try:
+        return decode.trusted(Message, {
+            "id": message_id,
+            "role": decode.decode_role(role),
+            "parts": decode.decode_parts(parts),
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "created_at": decode.decode_time(created_us),
+            "metadata": decode.decode_metadata(metadata),
+            "seq": seq,
+        })
+    except decode.Unreadable as exc:
+        return decode.placeholder(tuple(row), exc.reason)
 
 
 def thread(row: Any) -> Thread:

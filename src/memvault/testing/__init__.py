@@ -44,6 +44,11 @@ A bug a store knows about is declared, not skipped: ``@pytest.mark.known_bug("BU
 stores=["mystore"])`` makes the test a strict ``xfail`` on the stores with those ids (all stores
 when ``stores`` is omitted), so it fails loudly once the bug is fixed.
 
+The tests of unreadable rows (``test_unreadable_rows``) need to write raw column values into a
+saved message row, as a newer memvault or damage on disk could leave them; a project enables them
+by defining the fixture ``memvault_row_writer``, returning a :data:`RowWriter` for the store
+(they skip, saying so, without it).
+
 This package is never imported by ``import memvault``; it needs pytest and pytest-asyncio
 (strict or auto mode both work: the suite marks its own async tests).
 """
@@ -54,7 +59,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from memvault import Memory
 from memvault.stores.base import Store
@@ -68,7 +73,7 @@ from memvault.stores.capabilities import (
     supports_summaries,
 )
 
-__all__ = ["CAPABILITIES", "StoreFactory", "has", "missing"]
+__all__ = ["CAPABILITIES", "RowWriter", "StoreFactory", "has", "missing"]
 
 CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
     "full_text": supports_full_text,
@@ -89,6 +94,13 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
 (:class:`~memvault.stores.capabilities.Retention`)."""
 
 Opened = AbstractAsyncContextManager[Store] | Awaitable[Store]
+
+RowWriter = Callable[[Store, str, str, str, dict[str, Any]], Awaitable[None]]
+"""``await writer(store, resource_id, thread_id, message_id, columns)`` overwrites columns of a
+saved message's stored row with raw values, bypassing every check: ``role``, ``parts`` and
+``metadata`` as the text the SQL stores keep (``parts`` a JSON list in row format 1),
+``created_us`` an integer (microseconds since the epoch). The project's ``memvault_row_writer``
+fixture returns one for the store under test, or None when it cannot."""
 
 
 def missing(store: object, names: tuple[str, ...] | list[str]) -> list[str]:

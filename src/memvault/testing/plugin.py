@@ -37,11 +37,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from memvault import Memory, MemoryOptions, WorkingMemoryOptions
-from memvault.testing import StoreFactory, missing
+from memvault.testing import RowWriter, StoreFactory, missing
 
 pytest.register_assert_rewrite("memvault.testing.suite", "memvault.testing.support")
 
-__all__ = ["memory", "memvault_store_factory", "store_factory", "thread_scoped"]
+__all__ = ["memory", "memvault_row_writer", "memvault_store_factory", "store_factory", "thread_scoped"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,6 +65,13 @@ def memvault_store_factory() -> StoreFactory:
         "in your conftest.py (see the docstring of memvault.testing)",
         pytrace=False,
     )
+
+
+@pytest.fixture
+def memvault_row_writer() -> RowWriter | None:
+    """Override this fixture to run the unreadable-row tests: return a
+    :data:`~memvault.testing.RowWriter` for your store (None, the default, skips them)."""
+    return None
 
 
 def _declare_known_bugs(node: pytest.Item | pytest.Collector, store_id: str) -> None:

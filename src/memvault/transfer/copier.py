@@ -17,7 +17,11 @@ but not the API key records (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`) 
 ``include_keys``; then the stored embeddings (model, dimensions and every message's vector),
 after all messages; and, when both stores keep them, the retention policies (the store's and
 those of the copied resources; :mod:`memvault.retention`). Messages already expired in the
-source are not copied (every read leaves them out), nor their vectors.
+source are not copied (every read leaves them out), nor their vectors. Parts a newer memvault
+wrote (:class:`~memvault.model.UnknownPart`) are copied byte-identical. A placeholder for a row
+the source cannot decode (:class:`~memvault.model.UnreadablePart`, see
+:mod:`memvault.stores.decode`) is not copied: a warning names it, the target's thread lacks it,
+and the verification reports ``messages`` as a mismatch; repair or delete the row and copy again.
 Derived search indexes are rebuilt by the target as it saves.
 
 The target must be empty (no resource, no embedding model): :func:`copy_store` raises
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -45,6 +50,8 @@ from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
 from memvault.stores.capabilities import STORE_DEFAULT, CompleteStore, require_complete, supports_retention
 from memvault.stores.common import to_micros
 from memvault.transfer.reserved import KEYS_RESOURCE
+
+log = logging.getLogger("memvault.transfer")
 
 BATCH = 500
 """Messages saved per ``save_messages`` call (one transaction) and vectors per ``save_embeddings``."""
@@ -173,8 +180,8 @@ async def copy_store(
         for index, thread in enumerate(threads, 1):
             new_seq: dict[str, int] = {}
             async for page in messages_of(src, resource_id, thread.id):
-                batch = [m.model_copy(update={"seq": None}) for m in page]
-                for saved in await dst.save_messages(resource_id, thread.id, batch):
+                batch = [m.model_copy(update={"seq": None}) for m in readable(page)]
+                for saved in await dst.save_messages(resource_id, thread.id, batch) if batch else []:
                     assert saved.seq is not None
                     new_seq[saved.id] = saved.seq
             await dst.restore_thread(thread)  # after the messages: saving bumps updated_at
@@ -213,6 +220,20 @@ async def copy_store(
     report(CopyProgress("verify", None, len(resources), len(resources), 0, 0, copied["messages"]))
     before, after = await digest(src, include_keys=include_keys), await digest(dst, include_keys=include_keys)
     return CopyReport(copied, before, after, before.mismatches(after))
+
+
+def readable(page: list[Message]) -> list[Message]:
+    """The messages of ``page`` that are not placeholders for unreadable rows; each one left out
+    is logged as a warning naming it (never its text)."""
+    kept = []
+    for m in page:
+        part = m.unreadable
+        if part is None:
+            kept.append(m)
+        else:
+            log.warning("memvault: message %r of thread %r (resource %r) is unreadable and is not "
+                        "copied: %s", m.id, m.thread_id, m.resource_id, part.reason)
+    return kept
 
 
 def _replace_with(content: str) -> WorkingMemoryUpdate:

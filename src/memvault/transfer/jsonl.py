@@ -10,7 +10,10 @@ One JSON object per line, each with a ``kind``:
 - after a resource's threads, ``working_memory`` (resource_id, key, content) and ``state``
   (``State.model_dump``) lines.
 
-Import writes every record back exactly (times, versions, metadata included). Messages are
+Import writes every record back exactly (times, versions, metadata included); parts a newer
+memvault wrote (:class:`~memvault.model.UnknownPart`) go out and come back byte-identical. A
+placeholder for a row that could not be read (:mod:`memvault.stores.decode`) is not exported
+(a warning names it), and import refuses one. Messages are
 numbered ``seq`` 1..n in the target, as :mod:`memvault.transfer.copier` does: the gaps deletions
 left are not kept, the order is. Embeddings are not exported: ``memvault reindex --embedder``
 rebuilds them. :meth:`memvault.Memory.export_records` and :meth:`memvault.Memory.import_records`
@@ -26,7 +29,7 @@ from typing import IO, Any
 from memvault.errors import ValidationError
 from memvault.model import Message, State, Summary, Thread, valid_id
 from memvault.stores.capabilities import CompleteStore
-from memvault.transfer.copier import BATCH, messages_of, threads_of
+from memvault.transfer.copier import BATCH, messages_of, readable, threads_of
 from memvault.transfer.reserved import KEYS_RESOURCE
 
 KINDS = ("thread", "message", "summary", "working_memory", "state")
@@ -84,7 +87,7 @@ async def export_records(
         for thread in threads[resource]:
             write("thread", thread.model_dump(mode="json"))
             async for page in messages_of(store, resource, thread.id):
-                for m in page:
+                for m in readable(page):
                     write("message", m.model_dump(mode="json"))
             summary = await store.get_summary(resource, thread.id)
             if summary is not None:
@@ -131,8 +134,7 @@ async def import_records(
         kind = record["kind"]
         if kind == "message":
             assert current is not None  # checked
-            batch.append(Message.parse({**_fields(record), "seq": None,
-                                        "thread_id": current.id, "resource_id": current.resource_id}))
+            batch.append(_message(record, current))
             if len(batch) >= BATCH:
                 await flush()
         elif kind == "thread":
@@ -159,6 +161,17 @@ async def import_records(
     return counts
 
 
+def _message(record: Record, thread: Thread) -> Message:
+    """A message record of ``thread``: parts a newer memvault wrote are kept verbatim
+    (:class:`~memvault.model.UnknownPart`); a placeholder for an unreadable row is refused."""
+    message = Message.parse({**_fields(record), "seq": None, "thread_id": thread.id,
+                             "resource_id": thread.resource_id}, unknown_parts=True)
+    if message.unreadable is not None:
+        raise ValidationError(f"message {message.id!r} is a placeholder for a row that could not be "
+                              "read (an 'unreadable' part); leave it out of the file")
+    return message
+
+
 def check_records(records: Sequence[Record]) -> None:
     """Parse every record as :func:`import_records` will, without writing: a
     :class:`ValidationError` names the first bad one (by its position among the records)."""
@@ -172,8 +185,7 @@ def check_records(records: Sequence[Record]) -> None:
             elif kind == "message":
                 if thread is None:
                     raise ValidationError("a message comes before any thread")
-                messages.add(Message.parse({**_fields(record), "seq": None, "thread_id": thread.id,
-                                            "resource_id": thread.resource_id}).id)
+                messages.add(_message(record, thread).id)
             elif kind == "summary":
                 summary = Summary.parse(_fields(record))
                 if thread is None or summary.through_message_id not in messages:

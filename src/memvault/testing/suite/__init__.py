@@ -30,6 +30,7 @@ from memvault.testing.suite import (
     test_states,
     test_summaries,
     test_threads,
+    test_unreadable_rows,
     test_working_memory,
 )
 
@@ -48,6 +49,7 @@ MODULES: tuple[ModuleType, ...] = (
     test_ordering_properties,
     test_record_counts,
     test_retention,
+    test_unreadable_rows,
     test_embedding_store,
     test_reference,
 )

@@ -147,3 +147,54 @@ async def test_concurrent_appends_are_all_kept(memory: Memory, scope: str, kind:
         assert json.loads(stored) == {f"k{i}": i for i in range(20)}
     else:
         assert sorted(stored.split("\n")) == sorted(updates)
+
+
+# a note whose format changed (text <-> JSON schema)
+
+NOT_AN_OBJECT = ["Name: Ada\nLikes: tea", "[1, 2]", '"just a string"', "{not json", "1" * 5000, "{" * 3000]
+"""Stored notes a JSON note cannot merge into: text, JSON that is not an object, broken JSON."""
+
+
+@SCHEMAS
+@pytest.mark.parametrize("old", NOT_AN_OBJECT)
+async def test_text_to_schema_replace_works_and_append_says_how(
+    memory: Memory, schema: Any, old: str
+) -> None:
+    await memory.update_working_memory(old, resource_id=R, mode="replace")  # written as text
+    notes = with_working_memory(memory, schema=schema)
+    assert await notes.get_working_memory(resource_id=R) == old  # reading never parses
+    assert old[:20] in await notes.working_memory_instructions(resource_id=R)
+    with pytest.raises(ValidationError, match="mode='replace'") as refused:
+        await notes.update_working_memory({"name": "Ada"}, resource_id=R)
+    assert "JSONDecodeError" not in str(refused.value)
+    assert await notes.get_working_memory(resource_id=R) == old  # nothing written
+    replaced = await notes.update_working_memory({"name": "Ada"}, resource_id=R, mode="replace")
+    assert json.loads(replaced) == {"name": "Ada"}
+    merged = await notes.update_working_memory({"likes": ["tea"]}, resource_id=R)
+    assert json.loads(merged) == {"name": "Ada", "likes": ["tea"]}
+
+
+@SCHEMAS
+@pytest.mark.parametrize("template", [None, "# User\n- Name:\n"])
+async def test_schema_to_text_replace_works_and_append_says_how(
+    memory: Memory, schema: Any, template: str | None
+) -> None:
+    notes = with_working_memory(memory, schema=schema)
+    stored = await notes.update_working_memory({"name": "Ada", "likes": ["tea"]}, resource_id=R)
+    text = with_working_memory(memory, template=template)
+    assert await text.get_working_memory(resource_id=R) == stored
+    with pytest.raises(ValidationError, match="mode='replace'"):
+        await text.update_working_memory("Likes: coffee", resource_id=R)
+    assert await text.get_working_memory(resource_id=R) == stored
+    assert await text.update_working_memory("Name: Ada", resource_id=R, mode="replace") == "Name: Ada"
+    assert await text.update_working_memory("Likes: tea", resource_id=R) == "Name: Ada\nLikes: tea"
+
+
+@SCHEMAS
+async def test_schema_change_append_names_the_old_note(memory: Memory, schema: Any) -> None:
+    await memory.update_working_memory('{"name": 5, "extra": true}', resource_id=R, mode="replace")
+    notes = with_working_memory(memory, schema=schema)
+    with pytest.raises(ValidationError, match="stored note itself does not match"):
+        await notes.update_working_memory({"likes": ["tea"]}, resource_id=R)
+    assert json.loads(await notes.update_working_memory({"likes": ["tea"]}, resource_id=R,
+                                                        mode="replace")) == {"likes": ["tea"]}
