@@ -69,23 +69,42 @@ async def test_saves_racing_the_catch_up_embed_each_message_once(tmp_path: Path,
 
 
 async def test_the_catch_up_and_the_queue_never_embed_one_message_twice(tmp_path: Path) -> None:
-    """Both orders made deterministic: a message the catch-up read between the save's commit
-    and its enqueue is not embedded again by the queue; a queued one is skipped by the catch-up."""
+    """Both orders made deterministic, as Memory.save_messages does them: a catch-up that reads
+    messages between the save's commit and its enqueue leaves them to the queue; one that runs
+    while they are queued skips them too."""
     function = Concepts()
     memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(function))
     semantic = memory.semantic
     assert semantic is not None
-    committed = await memory.store.save_messages("ada", "t", _messages("a", 250))  # not enqueued yet
-    assert await semantic.catch_up() == 250
-    semantic.enqueue(committed)  # what the save does next
+    batch = _messages("a", 250)
+    with semantic.saving("ada", "t", batch):
+        committed = await memory.store.save_messages("ada", "t", batch)
+        assert await semantic.catch_up() == 0  # committed, not enqueued yet: left to the queue
+        semantic.enqueue(committed)
     await semantic.flush()
     assert function.texts == 250
 
-    queued = await memory.store.save_messages("ada", "t", _messages("b", 250))
-    semantic.enqueue(queued)
+    batch = _messages("b", 250)
+    with semantic.saving("ada", "t", batch):
+        semantic.enqueue(await memory.store.save_messages("ada", "t", batch))
     await semantic.catch_up()  # runs before, during or after the queue's batches
     await semantic.flush()
     assert function.texts == 500
+    assert await memory.store.unembedded_messages() == []
+    assert await semantic.catch_up() == 0
+    await memory.close()
+
+
+async def test_a_deleted_and_saved_again_message_is_embedded_again(tmp_path: Path) -> None:
+    function = Concepts()
+    memory = await Memory.open(f"sqlite:///{tmp_path}/s.db", embedder=embedder(function))
+    message = Message.user("green tea", id="m1")
+    await memory.save_messages([message], thread_id="t", resource_id="ada")
+    await memory.flush()
+    await memory.delete_messages(["m1"], thread_id="t", resource_id="ada")
+    await memory.save_messages([message], thread_id="t", resource_id="ada")
+    await memory.flush()
+    assert function.texts == 2
     assert await memory.store.unembedded_messages() == []
     await memory.close()
 

@@ -9,11 +9,11 @@ and the store's persisted vectors (:class:`~memvault.stores.base.EmbeddingStore`
   index. A failure (the embedder is down) is logged, never raised: the messages stay stored and
   marked as not embedded (no vector row), and the next batch or :meth:`reindex` catches up.
 - **Once per message.** The catch-up (embedding stored messages that have no vector: at the
-  first save after start, and after a failed batch) skips every message still queued by a save
-  of this process, and claims what it embeds; a queued message that the catch-up already
-  embedded with the same text (it read the message between the save's commit and its
-  ``enqueue``) is not embedded again. So each saved message's text is embedded once, also when
-  saves race the catch-up; a message saved again with other text is embedded again.
+  first save after start, and after a failed batch) skips every message this process is saving
+  or has queued: a save marks its messages with :meth:`saving` before its commit and keeps them
+  marked until the queue has embedded them, so no catch-up in between can take them too. Each
+  saved message's text is embedded once, also when saves race the catch-up; a message saved
+  again is embedded again.
 - **Start.** The stored vectors are loaded into the index. Vectors from another model or size
   raise :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``.
 - **Search.** The query is embedded (at most ``query_timeout`` seconds, default 10; the last
@@ -31,7 +31,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,10 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("memvault.recall.semantic")
 _LOAD_BATCH = 10_000
 _QUERY_CACHE = 32
-_CLAIMS = 20_000
-"""How many catch-up claims are remembered (oldest forgotten first). A claim only matters
-until the save that committed the message reaches ``enqueue``, a few event-loop steps."""
-
 _Key = tuple[str, str, str]
 
 
@@ -102,8 +99,7 @@ class SemanticIndex:
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
         self._queue: list[Message] = []
-        self._queued: Counter[_Key] = Counter()  # keys in the queue or in the batch being embedded
-        self._claims: OrderedDict[_Key, int] = OrderedDict()  # embedded by the catch-up: text hash
+        self._queued: Counter[_Key] = Counter()  # being saved, queued or in the batch being embedded
         self._task: asyncio.Task[None] | None = None
         self._behind = False  # a batch failed: catch up from the store next time
 
@@ -149,8 +145,24 @@ class SemanticIndex:
 
     # the write path
 
+    @contextmanager
+    def saving(self, resource_id: str, thread_id: str, messages: Sequence[Message]) -> Iterator[None]:
+        """Mark these messages as being saved by this process for the block: commit them and
+        :meth:`enqueue` them inside it. The catch-up leaves marked messages to the queue, so a
+        catch-up that reads them between the commit and the enqueue does not embed them too."""
+        keys = [(resource_id, thread_id, m.id) for m in messages]
+        self._queued.update(keys)
+        try:
+            yield
+        finally:
+            self._forget(keys)
+
+    def _forget(self, keys: Iterable[_Key]) -> None:
+        self._queued.subtract(keys)
+        self._queued = +self._queued  # drop the zero counts
+
     def enqueue(self, messages: Sequence[Message]) -> None:
-        """Embed these committed messages in the background."""
+        """Embed these committed messages in the background (call it inside :meth:`saving`)."""
         self._queue.extend(messages)
         self._queued.update(_key(m) for m in messages)
         if self._task is None or self._task.done():
@@ -165,7 +177,7 @@ class SemanticIndex:
         while self._queue:
             batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size :]
             try:
-                await self._embed(self._unclaimed(batch))
+                await self._embed(batch)
                 if self._behind:
                     self._behind = False
                     await self.catch_up()
@@ -176,17 +188,7 @@ class SemanticIndex:
                     "the next save or `memvault reindex`: %r", len(batch), exc,
                 )
             finally:
-                self._queued.subtract(_key(m) for m in batch)
-                self._queued = +self._queued  # drop the zero counts
-
-    def _unclaimed(self, batch: list[Message]) -> list[Message]:
-        """The batch without the messages the catch-up already embedded with this same text."""
-        fresh: list[Message] = []
-        for message in batch:
-            claimed = self._claims.pop(_key(message), None)
-            if claimed is None or claimed != hash(embedding_text(message, self.author_key)):
-                fresh.append(message)
-        return fresh
+                self._forget(_key(m) for m in batch)
 
     async def _embed(self, messages: Sequence[Message]) -> int:
         if not messages:
@@ -222,14 +224,7 @@ class SemanticIndex:
             if not pending:
                 return done
             after = pending[-1][0]
-            mine = [m for _, m in pending if _key(m) not in self._queued]
-            for message in mine:  # claimed before the embedder is awaited: see _unclaimed
-                key = _key(message)
-                self._claims.pop(key, None)
-                self._claims[key] = hash(embedding_text(message, self.author_key))
-            while len(self._claims) > _CLAIMS:
-                self._claims.popitem(last=False)
-            done += await self._embed(mine)
+            done += await self._embed([m for _, m in pending if _key(m) not in self._queued])
 
     async def reindex(self) -> int:
         """Drop every stored vector and embed all messages again (after changing the model).
