@@ -231,8 +231,10 @@ class Memory:
         checked = [self._check_message(m, number) for number, m in enumerate(messages)]
         if not checked:
             return []
-        saved = await self.store.save_messages(resource_id, thread_id, checked)
-        if (semantic := await self._start()) is not None:
+        if (semantic := await self._start()) is None:
+            return await self.store.save_messages(resource_id, thread_id, checked)
+        with semantic.saving(resource_id, thread_id, checked):  # the catch-up leaves them to the queue
+            saved = await self.store.save_messages(resource_id, thread_id, checked)
             semantic.enqueue(saved)
         return saved
 

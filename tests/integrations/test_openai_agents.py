@@ -15,7 +15,12 @@ import pytest
 from memvault import Memory, Message
 from memvault.errors import MissingExtraError, ValidationError
 from memvault.integrations import openai_agents
-from memvault.integrations.openai_agents import ITEM_KEY, MemvaultSession, item_to_message
+from memvault.integrations.openai_agents import (
+    ITEM_KEY,
+    ItemNotJSONError,
+    MemvaultSession,
+    message_to_items,
+)
 from memvault.model import DataPart, ImagePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 agents = pytest.importorskip("agents")
@@ -201,7 +206,7 @@ async def test_thread_is_readable_by_memvault(memory: Memory) -> None:
     messages = await memory.get_messages(thread_id="s1", resource_id="ada")
     assert [m.seq for m in messages] == sorted(m.seq for m in messages if m.seq is not None)
     by_item = {i: m for i, m in enumerate(messages)}
-    assert all(m.metadata[ITEM_KEY] == item for m, item in zip(messages, MANY_KINDS, strict=True))
+    assert all(message_to_items(m) == [item] for m, item in zip(messages, MANY_KINDS, strict=True))
     assert (by_item[0].role, by_item[0].text) == ("system", "Be brief.")
     assert (by_item[1].role, by_item[1].text) == ("system", "Use metric units.")
     assert (by_item[2].role, by_item[2].text) == ("user", "What's the weather in Paris?")
@@ -253,17 +258,30 @@ async def test_foreign_messages_read_as_items(memory: Memory) -> None:
     assert await session.get_items() == expected[:-1]
 
 
-async def test_bad_input_is_refused_and_writes_nothing(memory: Memory) -> None:
+async def test_bad_input_is_refused_as_the_sdk_refuses_it_and_writes_nothing(memory: Memory) -> None:
     session = MemvaultSession("s1", memory, resource_id="ada")
-    with pytest.raises(ValidationError, match="plain JSON"):
-        await session.add_items([user("fine"), {"role": "user", "content": float("nan")}])  # type: ignore[list-item]
-    with pytest.raises(ValidationError, match="mapping"):
-        item_to_message("not an item")  # type: ignore[arg-type]
+    for bad in (b"bytes", {1, 2}, object()):
+        with pytest.raises(TypeError, match="JSON-serialisable") as caught:  # as SQLiteSession
+            await session.add_items([user("fine"), {"role": "user", "content": bad}])  # type: ignore[list-item]
+        assert isinstance(caught.value, ItemNotJSONError) and isinstance(caught.value, ValidationError)
+    with pytest.raises(ValidationError, match="4300 digits"):  # a ValueError, as SQLiteSession
+        await session.add_items([user("fine"), {"role": "user", "content": 10**5000}])  # type: ignore[list-item]
+    circular: dict[str, Any] = {"role": "user"}
+    circular["content"] = circular
+    with pytest.raises(ValidationError, match=r"[Cc]ircular"):
+        await session.add_items([circular])  # type: ignore[list-item]
     assert await session.get_items() == []
     with pytest.raises(ValidationError, match="session_id"):
-        MemvaultSession("", memory, resource_id="ada")
+        MemvaultSession(3, memory, resource_id="ada")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="resource_id"):
         MemvaultSession("s1", memory, resource_id=3)  # type: ignore[arg-type]
+
+
+async def test_a_message_saved_by_memvault_0x_still_reads_as_its_item(memory: Memory) -> None:
+    legacy = Message(role="user", parts=[TextPart(text="hi")], metadata={ITEM_KEY: user("hi")})
+    await memory.save_messages([legacy], thread_id="s1", resource_id="ada")
+    session = MemvaultSession("s1", memory, resource_id="ada")
+    assert await session.get_items() == [user("hi")]
 
 
 def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,4 +335,4 @@ async def test_runner_end_to_end_over_http(memory: Memory) -> None:
     ]
     items = await session.get_items()
     assert items[0] == {"role": "user", "content": "hi, I'm Ada"}
-    assert [m.metadata[ITEM_KEY] for m in messages] == items
+    assert [item for m in messages for item in message_to_items(m)] == items

@@ -57,6 +57,10 @@ async def recall(
     ``vector_scorer`` (with a ``vector_search``) scores every candidate by meaning, smoothed
     over its neighbours (:mod:`memvault.recall.vectors`).
 
+    A query without words (empty, blank, punctuation: no term of
+    :func:`~memvault.recall.lexical.query_terms`) recalls nothing, by words or by meaning: the
+    result is the recent window alone, and the embedder is not called.
+
     Never raises because the vector search or scorer failed: recall then uses words alone and says so in
     ``result.warnings`` and in a logged warning. Store errors (a bad id, a closed store) do raise.
     """
@@ -75,11 +79,14 @@ async def recall(
         window = await reader.window(thread_id, options.last_n)
     in_window = {merging.key(m) for m in window}
 
+    has_words = bool(query_terms(query))
+    if not has_words:
+        vector_search = None  # no words, nothing to look for: by words or by meaning alike
     if vector_search is None:
         vector_scorer = None  # a scorer alone finds nothing new: it only scores a search's matches
     found, matches = await asyncio.gather(
         reader.full_text(query, thread_id=search_thread, limit=options.candidates)
-        if query_terms(query) else _nothing(),
+        if has_words else _nothing(),
         vectors.vector_matches(vector_search, query, reader.resource_id, search_thread,
                                options.vector_candidates, warnings)
         if vector_search is not None else _nothing(),

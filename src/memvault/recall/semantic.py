@@ -8,6 +8,12 @@ and the store's persisted vectors (:class:`~memvault.stores.base.EmbeddingStore`
   embeds them in batches (``batch_size``, default 100), stores their vectors and adds them to the
   index. A failure (the embedder is down) is logged, never raised: the messages stay stored and
   marked as not embedded (no vector row), and the next batch or :meth:`reindex` catches up.
+- **Once per message.** The catch-up (embedding stored messages that have no vector: at the
+  first save after start, and after a failed batch) skips every message this process is saving
+  or has queued: a save marks its messages with :meth:`saving` before its commit and keeps them
+  marked until the queue has embedded them, so no catch-up in between can take them too. Each
+  saved message's text is embedded once, also when saves race the catch-up; a message saved
+  again is embedded again.
 - **Start.** The stored vectors are loaded into the index. Vectors from another model or size
   raise :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``.
 - **Search.** The query is embedded (at most ``query_timeout`` seconds, default 10; the last
@@ -24,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("memvault.recall.semantic")
 _LOAD_BATCH = 10_000
 _QUERY_CACHE = 32
+_Key = tuple[str, str, str]
 
 
 def vector_id(resource_id: str, thread_id: str, message_id: str) -> str:
@@ -62,6 +70,10 @@ def embedding_text(message: Message, author_key: str = "name") -> str:
     text = "\n".join(c for c in chunks if c.strip())
     name = message.metadata.get(author_key)
     return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
+
+
+def _key(message: Message) -> _Key:
+    return (message.resource_id or "", message.thread_id or "", message.id)
 
 
 class SemanticIndex:
@@ -87,6 +99,7 @@ class SemanticIndex:
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
         self._queue: list[Message] = []
+        self._queued: Counter[_Key] = Counter()  # being saved, queued or in the batch being embedded
         self._task: asyncio.Task[None] | None = None
         self._behind = False  # a batch failed: catch up from the store next time
 
@@ -132,9 +145,26 @@ class SemanticIndex:
 
     # the write path
 
+    @contextmanager
+    def saving(self, resource_id: str, thread_id: str, messages: Sequence[Message]) -> Iterator[None]:
+        """Mark these messages as being saved by this process for the block: commit them and
+        :meth:`enqueue` them inside it. The catch-up leaves marked messages to the queue, so a
+        catch-up that reads them between the commit and the enqueue does not embed them too."""
+        keys = [(resource_id, thread_id, m.id) for m in messages]
+        self._queued.update(keys)
+        try:
+            yield
+        finally:
+            self._forget(keys)
+
+    def _forget(self, keys: Iterable[_Key]) -> None:
+        self._queued.subtract(keys)
+        self._queued = +self._queued  # drop the zero counts
+
     def enqueue(self, messages: Sequence[Message]) -> None:
-        """Embed these committed messages in the background."""
+        """Embed these committed messages in the background (call it inside :meth:`saving`)."""
         self._queue.extend(messages)
+        self._queued.update(_key(m) for m in messages)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
@@ -157,8 +187,12 @@ class SemanticIndex:
                     "embedding %d message(s) failed, they stay stored and will be embedded by "
                     "the next save or `memvault reindex`: %r", len(batch), exc,
                 )
+            finally:
+                self._forget(_key(m) for m in batch)
 
     async def _embed(self, messages: Sequence[Message]) -> int:
+        if not messages:
+            return 0
         texts = [embedding_text(m, self.author_key) for m in messages]
         wanted = [i for i, text in enumerate(texts) if text]
         vectors = await self.embedder.embed([texts[i] for i in wanted]) if wanted else None
@@ -170,7 +204,7 @@ class SemanticIndex:
         if dimensions is None:  # nothing embedded yet and the embedder has not said
             return 0
         index = self._ensure_index(dimensions)
-        keys = [(m.resource_id or "", m.thread_id or "", m.id) for m in messages]
+        keys = [_key(m) for m in messages]
         stored = await self.store.save_embeddings(
             self.embedder.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
         )
@@ -182,15 +216,15 @@ class SemanticIndex:
         return stored
 
     async def catch_up(self) -> int:
-        """Embed every stored message that has no vector yet (from any process); returns how
-        many were embedded."""
+        """Embed every stored message that has no vector yet (from any process), except those
+        queued by this process's saves (the queue embeds them); returns how many were embedded."""
         done, after = 0, 0
         while True:
             pending = await self.store.unembedded_messages(after=after, limit=self.batch_size)
             if not pending:
                 return done
             after = pending[-1][0]
-            done += await self._embed([m for _, m in pending])
+            done += await self._embed([m for _, m in pending if _key(m) not in self._queued])
 
     async def reindex(self) -> int:
         """Drop every stored vector and embed all messages again (after changing the model).
