@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -165,6 +166,13 @@ class Model(BaseModel):
         except pydantic.ValidationError as exc:
             raise ValidationError(_describe(exc, type(self).__name__)) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assigning a field validates the value like the constructor (memvault's error)."""
+        try:
+            super().__setattr__(name, value)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(_describe(exc, type(self).__name__)) from None
+
     @classmethod
     def parse(cls, data: Any, *, unknown_parts: bool = False) -> Self:
         """Validate a dict (or an instance) into this model, raising memvault's ValidationError.
@@ -185,11 +193,19 @@ models' own ``__init__`` does not pass pydantic's validation context on)."""
 
 
 def _describe(exc: pydantic.ValidationError, name: str) -> str:
+    """One message naming where each problem is (``parts.0.text: ...``), said once: a nested
+    model's error is not wrapped again, nor prefixed with pydantic's "Value error"."""
     lines = []
     for error in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in error["loc"]) or name
-        lines.append(f"{where}: {error['msg']}")
-    return f"invalid {name}: " + "; ".join(lines)
+        where = ".".join(str(p) for p in error["loc"])
+        cause = (error.get("ctx") or {}).get("error")
+        message = str(cause) if isinstance(cause, Exception) else error["msg"]
+        message = _INVALID.sub("", message.removeprefix("Value error, "), count=1)
+        lines.append(f"{where}: {message}" if where and not message.startswith(f"{where}:") else message)
+    return f"invalid {name}: " + "; ".join(dict.fromkeys(lines))
+
+
+_INVALID = re.compile(r"^invalid [A-Za-z]+: ")
 
 
 class TextPart(Model):

@@ -244,3 +244,22 @@ async def _first_error(store: str, call: Call) -> None:
         async with STORES[store](Path(folder)) as memory:
             name, args, kwargs = call
             await getattr(memory, name)(*args, **kwargs)
+
+
+def test_a_bad_message_is_described_once() -> None:
+    """Each problem is named by where it is, once: no "invalid Message: Message: Value error,
+    invalid Message: ..." chains."""
+    with pytest.raises(MemvaultError) as caught:
+        Message.parse({"role": "user", "parts": [{"type": "text", "text": "a\x00"}]})
+    text = str(caught.value)
+    assert text.startswith("invalid Message: parts.0.") and "NUL" in text
+    assert text.count("invalid") == 1 and "Value error" not in text
+
+
+def test_assigning_a_bad_value_to_a_field_is_a_memvault_error() -> None:
+    message = Message.user("hi")
+    with pytest.raises(MemvaultError, match="role"):
+        message.role = "robot"  # type: ignore[assignment]
+    assert message.role == "user"
+    message.metadata = {"tag": 1}  # a good value is taken
+    assert message.metadata == {"tag": 1}
