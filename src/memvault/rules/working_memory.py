@@ -39,6 +39,10 @@ Format = Literal["text", "markdown", "json"]
 TOOL_NAME = "update_working_memory"
 
 
+DEFAULT_MAX_BYTES = 64 * 1024
+"""The default cap on a working-memory note (UTF-8 bytes): it is fed to the model every turn."""
+
+
 @dataclass(frozen=True)
 class WorkingMemoryOptions:
     """How working memory is scoped and shaped.
@@ -48,14 +52,21 @@ class WorkingMemoryOptions:
         WorkingMemoryOptions()                                  # free text, one per user
         WorkingMemoryOptions(template="# User\\n- Name:\\n- Likes:\\n")   # Markdown
         WorkingMemoryOptions(schema=UserProfile, scope="thread")   # JSON checked by a pydantic model
+
+    ``max_bytes`` caps the note (default 64 KiB, ``None``: no cap): an update that would make it
+    longer is refused with a :class:`ValidationError` and writes nothing.
     """
 
     enabled: bool = True
     scope: Scope = "resource"
     template: str | None = None
     schema: type[pydantic.BaseModel] | dict[str, Any] | None = None
+    max_bytes: int | None = DEFAULT_MAX_BYTES
 
     def __post_init__(self) -> None:
+        cap = self.max_bytes
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise ValidationError(f"max_bytes must be a positive integer or None, got {shown(cap)}")
         if self.scope not in ("resource", "thread"):
             raise ValidationError(f"scope must be 'resource' or 'thread', got {shown(self.scope)}")
         if self.template is not None and self.schema is not None:
@@ -156,7 +167,19 @@ def parse_update(options: WorkingMemoryOptions, update: Any) -> Any:
 
 
 def apply(options: WorkingMemoryOptions, current: str | None, update: Any, mode: Mode) -> str:
-    """The new stored content after applying ``update`` in ``mode`` to ``current``."""
+    """The new stored content after applying ``update`` in ``mode`` to ``current``; a result over
+    ``options.max_bytes`` is a :class:`ValidationError` (nothing is written)."""
+    content = _apply(options, current, update, mode)
+    size = len(content.encode())
+    if options.max_bytes is not None and size > options.max_bytes:
+        raise ValidationError(
+            f"the working memory would be {size:,} bytes, over its limit of {options.max_bytes:,} "
+            "(WorkingMemoryOptions.max_bytes): keep the note short, rewrite it with mode='replace', "
+            "or raise the limit")
+    return content
+
+
+def _apply(options: WorkingMemoryOptions, current: str | None, update: Any, mode: Mode) -> str:
     if mode not in ("append", "replace"):
         raise ValidationError(f"mode must be 'append' or 'replace', got {shown(mode)}")
     value = parse_update(options, update)

@@ -198,3 +198,20 @@ async def test_schema_change_append_names_the_old_note(memory: Memory, schema: A
         await notes.update_working_memory({"likes": ["tea"]}, resource_id=R)
     assert json.loads(await notes.update_working_memory({"likes": ["tea"]}, resource_id=R,
                                                         mode="replace")) == {"likes": ["tea"]}
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_the_note_has_a_size_cap(memory: Memory, scope: str) -> None:
+    """An update that would make the note longer than ``max_bytes`` is refused, says so, and
+    writes nothing; a replace with a shorter note works; ``None`` lifts the cap."""
+    capped = with_working_memory(memory, scope=scope, max_bytes=1000)
+    where = {"resource_id": "ada", "thread_id": "t1"}
+    await capped.update_working_memory("a" * 600, **where)
+    with pytest.raises(ValidationError, match=r"1,200 bytes, over its limit of 1,000.*max_bytes"):
+        await capped.update_working_memory("b" * 599, **where)  # 600 + newline + 599
+    assert await capped.get_working_memory(**where) == "a" * 600
+    assert await capped.update_working_memory("é" * 500, mode="replace", **where) == "é" * 500  # 1,000 bytes
+    with pytest.raises(ValidationError, match="max_bytes"):
+        await capped.update_working_memory("é" * 501, mode="replace", **where)
+    uncapped = with_working_memory(memory, scope=scope, max_bytes=None)
+    assert len(await uncapped.update_working_memory("c" * 100_000, mode="replace", **where)) == 100_000
