@@ -205,7 +205,7 @@ async def test_the_note_has_a_size_cap(memory: Memory, scope: str) -> None:
     """An update that would make the note longer than ``max_bytes`` is refused, says so, and
     writes nothing; a replace with a shorter note works; ``None`` lifts the cap."""
     capped = with_working_memory(memory, scope=scope, max_bytes=1000)
-    where = {"resource_id": "ada", "thread_id": "t1"}
+    where: dict[str, Any] = {"resource_id": "ada", "thread_id": "t1"}
     await capped.update_working_memory("a" * 600, **where)
     with pytest.raises(ValidationError, match=r"1,200 bytes, over its limit of 1,000.*max_bytes"):
         await capped.update_working_memory("b" * 599, **where)  # 600 + newline + 599
