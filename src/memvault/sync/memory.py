@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
+from memvault.errors import StoreClosedError
 from memvault.memory import Memory as AsyncMemory
 from memvault.options import MemoryOptions
 from memvault.recall import RecallReader
@@ -39,15 +40,27 @@ class _Portal:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="memvault-sync", daemon=True)
         self.thread.start()
+        self.stopping = False
 
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        """Run ``coroutine`` on the loop and wait for it; :class:`StoreClosedError` once the
+        loop is stopped (the memory was closed)."""
+        if self.stopping or self.loop.is_closed():
+            coroutine.close()
+            raise StoreClosedError()
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        except RuntimeError as exc:  # closed meanwhile, by another thread
+            coroutine.close()
+            raise StoreClosedError() from exc
+        return future.result()
 
     @property
     def closed(self) -> bool:
         return self.loop.is_closed()
 
     def stop(self) -> None:
+        self.stopping = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
@@ -69,7 +82,9 @@ def _twin(
 
 
 class Memory:
-    """Synchronous :class:`memvault.Memory`; ``aio`` is the async twin it drives."""
+    """Synchronous :class:`memvault.Memory`; ``aio`` is the async twin it drives. After
+    :meth:`close`, every call raises :class:`~memvault.errors.StoreClosedError` at once, as the
+    async twin's do."""
 
     def __init__(self, aio: AsyncMemory, portal: _Portal) -> None:
         self.aio = aio

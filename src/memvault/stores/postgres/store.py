@@ -34,6 +34,7 @@ from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPag
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
@@ -52,10 +53,15 @@ _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
 
 
+@refuses_when_closed()
 class PostgresStore:
-    """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`."""
+    """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`.
+
+    Once closed, every call raises :class:`~memvault.errors.StoreClosedError` at once
+    (:mod:`memvault.stores.closing`)."""
 
     def __init__(self, database: Database) -> None:
+        self.closed = False
         self._db = database
         self.schema = database.schema
 
@@ -79,6 +85,7 @@ class PostgresStore:
 
     async def close(self) -> None:
         """Close the pool's connections; closing twice is harmless."""
+        self.closed = True
         await self._db.close()
 
     # threads

@@ -41,6 +41,7 @@ from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
@@ -70,6 +71,7 @@ INDEX_BATCH = 512
 """New messages are full-text indexed in batches of about this many (and before any search)."""
 
 
+@refuses_when_closed()
 class SqliteStore:
     """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`.
 
@@ -114,6 +116,12 @@ class SqliteStore:
             await store.close()
             raise
         return store
+
+    @property
+    def closed(self) -> bool:
+        """Closed (or not opened): every call raises :class:`~memvault.errors.StoreClosedError`
+        (:mod:`memvault.stores.closing`)."""
+        return self._worker.closed
 
     async def close(self) -> None:
         """Index what is pending, then close the connection; closing twice is harmless."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memvault.errors import StoreError
+from memvault.errors import StoreClosedError, StoreError
 from memvault.stores.sqlite import erase
 from memvault.stores.sqlite.cipher import STDLIB, Driver, Key, apply_key, quiet_log, unreadable
 
@@ -88,6 +88,7 @@ class SqliteWorker:
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
         self._draining = False
+        self._closed = False  # set by close(): every later call raises StoreClosedError
 
     async def start(self, setup: Body) -> None:
         """Connect (creating missing folders), set the pragmas, then run ``setup`` in a write
@@ -95,8 +96,14 @@ class SqliteWorker:
         await self.run(self._connect, setup)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the worker thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        """Run ``fn(*args)`` on the worker thread; :class:`StoreClosedError` once closed."""
+        if self._closed:
+            raise StoreClosedError()
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:  # the executor shut down meanwhile (a close in another thread)
+            raise StoreClosedError() from exc
+        return await future
 
     def _connect(self, setup: Body) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,11 +147,12 @@ class SqliteWorker:
 
     @property
     def closed(self) -> bool:
-        return self._conn is None
+        """Closed, or never opened: no call reaches the file."""
+        return self._closed or self._conn is None
 
     def connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StoreError("this store is closed")
+            raise StoreClosedError()
         return self._conn
 
     async def read(self, body: Callable[..., T], *args: Any) -> T:
@@ -206,11 +214,15 @@ class SqliteWorker:
         self._enqueue(_Job(body, args, None, asyncio.get_running_loop()))
 
     def _enqueue(self, job: _Job) -> None:
+        """Queue ``job``, starting a drain when none runs; :class:`StoreClosedError` at once
+        once the store is closed (nothing is queued, so nothing waits for ever)."""
         with self._lock:
+            if self._closed:
+                raise StoreClosedError()
             self._queue.append(job)
             start, self._draining = not self._draining, True
-        if start:
-            self._executor.submit(self._drain)
+            if start:
+                self._executor.submit(self._drain)  # under the lock: close() cannot come between
 
     def _drain(self) -> None:
         while True:
@@ -293,9 +305,15 @@ class SqliteWorker:
         return [c for c in (self._conn, self._reader) if c is not None]
 
     async def close(self) -> None:
-        """Close the connection once pending work is done; closing twice is harmless."""
+        """Close the connection once pending work is done (the writes queued before run and
+        commit); closing twice is harmless. Every later call raises
+        :class:`~memvault.errors.StoreClosedError` at once."""
+        with self._lock:
+            already, self._closed = self._closed, True
+        if already:
+            return
         if self._conn is not None:
-            await self.run(self._close)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
 
     def _close(self) -> None:

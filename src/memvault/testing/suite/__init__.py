@@ -16,6 +16,7 @@ import pytest
 
 from memvault.testing.suite import (
     test_batch_reads,
+    test_closing,
     test_embedding_store,
     test_history,
     test_isolation,
@@ -48,6 +49,7 @@ MODULES: tuple[ModuleType, ...] = (
     test_retention,
     test_embedding_store,
     test_reference,
+    test_closing,
 )
 """Every module of the suite, in the order its tests run."""
 
