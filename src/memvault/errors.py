@@ -93,7 +93,7 @@ class ReadOnlyStoreError(StoreError):
     written. Open the file without ``mode=ro`` to write."""
 
 
-class EncryptionKeyError(StoreError):
+class EncryptionKeyError(StoreOpenError):
     """An encrypted SQLite file cannot be opened with the key given: no key was given, the key
     is wrong, or a key was given for a file that is not encrypted.
 
