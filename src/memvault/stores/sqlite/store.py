@@ -152,7 +152,10 @@ class SqliteStore:
     async def close(self) -> None:
         """Index what is pending, then close the connection; closing twice is harmless."""
         if self._unindexed and not self._worker.closed:
-            await self.index_pending()
+            try:
+                await self.index_pending()
+            except StoreError as exc:  # e.g. a full disk: the next search indexes them
+                log.warning("full-text indexing at close failed (%s); the next search does it", exc)
         await self._worker.close()
 
     async def index_pending(self) -> int:
