@@ -44,7 +44,12 @@ def default_url() -> str:
 async def open_store(url: str | None = None) -> Store:
     """Open the store a URL names (see the module docstring); ``None`` means :func:`default_url`."""
     url = url or default_url()
-    scheme = urlsplit(url).scheme
+    if not isinstance(url, str):
+        raise ConfigurationError(f"a store URL is a str, got {type(url).__name__}")
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as exc:  # not echoed: a PostgreSQL URL may hold a password
+        raise ConfigurationError(f"the store URL cannot be parsed ({exc})") from None
     if scheme == "memory":
         return InMemoryStore()
     if scheme == "sqlite":

@@ -93,6 +93,19 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
     return StoreError(f"SQLite failed on {path}: {text}")
 
 
+UNDECODABLE = (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeDecodeError)
+"""What decoding a row that is not what memvault wrote raises (bad JSON, a missing key, an
+out-of-range timestamp, bytes that are not UTF-8): on a read, a sign of a damaged file."""
+
+
+def undecodable(path: Path, exc: BaseException) -> StoreError:
+    """The error for a read of ``path`` that met a row it cannot decode (``exc``)."""
+    text = " ".join(str(exc).split())
+    return StoreError(
+        f"a row of the SQLite database {path} cannot be decoded ({type(exc).__name__}: {text}): the "
+        f"file may be damaged; check it with `sqlite3 {path} 'PRAGMA integrity_check'`")
+
+
 def index_write_failed(exc: BaseException) -> bool:
     """A full-text index write that failed because the file cannot take writes now (full disk,
     read-only file or file system): search goes on without it."""

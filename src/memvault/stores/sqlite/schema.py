@@ -230,6 +230,8 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
             f"this database is at schema version {found}, but this memvault knows versions up to "
             f"{LATEST}: upgrade memvault (pip install -U memvault) to open it"
         )
+    if found < 0:
+        raise StoreOpenError(f"its schema version reads {found}: the file is damaged")
     if found == 0:
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         conn.execute("INSERT INTO schema_version (version) VALUES (0)")

@@ -21,6 +21,7 @@ written to it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import sqlite3
@@ -44,11 +45,13 @@ from memvault.errors import (
 from memvault.stores.sqlite import erase
 from memvault.stores.sqlite.cipher import STDLIB, Driver, Key, apply_key, quiet_log, unreadable
 from memvault.stores.sqlite.failures import (
+    UNDECODABLE,
     folder_error,
     is_memory,
     open_error,
     read_only_file_system,
     store_error,
+    undecodable,
 )
 
 T = TypeVar("T")
@@ -134,8 +137,12 @@ class SqliteWorker:
             if type(exc) is SchemaVersionError:
                 raise SchemaVersionError(f"{self.path}: {exc}") from exc
             raise
-        except (self.driver.database_error, OSError, ValueError) as exc:
+        except (self.driver.database_error, OSError) as exc:
             raise open_error(self.path, exc, read_only=self.read_only) from exc
+        except UNDECODABLE as exc:  # the schema's own records are garbage
+            raise StoreOpenError(
+                f"cannot open the SQLite database {self.path}: its schema records cannot be read "
+                f"({type(exc).__name__}: {exc}); the file may be damaged", location=str(self.path)) from exc
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the worker thread; :class:`StoreClosedError` once closed."""
@@ -225,12 +232,27 @@ class SqliteWorker:
 
     async def read(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)`` on one consistent snapshot (a read transaction)."""
-        return await self.run(self._read, body, args)
+        return await self.run(self._read, self._decoding(body), args)
 
     async def read_one(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)``, which must read with a single statement (atomic by
         itself), without the cost of a read transaction."""
-        return await self.run(self._retry, body, self.connection(), *args)
+        return await self.run(self._retry, self._decoding(body), self.connection(), *args)
+
+    def _decoding(self, body: Callable[..., T]) -> Callable[..., T]:
+        """``body``, with a row it cannot decode (:data:`~.failures.UNDECODABLE`: a damaged
+        file, most likely) reported as a StoreError naming the file, not a raw error."""
+
+        @functools.wraps(body)
+        def run(conn: sqlite3.Connection, *args: Any) -> T:
+            try:
+                return body(conn, *args)
+            except MemvaultError:
+                raise
+            except UNDECODABLE as exc:
+                raise undecodable(self.path, exc) from exc
+
+        return run
 
     def _read(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
         result: T = self._retry(self._snapshot, body, args)
@@ -250,6 +272,7 @@ class SqliteWorker:
         worker thread would cost more than the read. A ``body`` of several statements needs
         ``snapshot=True`` (one read transaction). If the file is busy (recovery, a checkpoint),
         it goes to the worker instead."""
+        body = self._decoding(body)
         reader = self._reader
         if reader is not None and self._reader_lock.acquire(blocking=False):
             try:
@@ -261,8 +284,7 @@ class SqliteWorker:
                 finally:
                     reader.execute("COMMIT")
             except self.driver.database_error as exc:
-                busy = "locked" in str(exc).lower() or "busy" in str(exc).lower()
-                if not busy or not isinstance(exc, self.driver.operational_error):
+                if not self._busy(exc):
                     raise store_error(self.path, exc) from exc
             finally:
                 self._reader_lock.release()
@@ -343,6 +365,9 @@ class SqliteWorker:
                     except self.driver.database_error as exc:  # e.g. a damaged page it read
                         failed[number] = store_error(self.path, exc)
                         break
+                    except UnicodeDecodeError as exc:  # stored text that is not UTF-8: damage
+                        failed[number] = undecodable(self.path, exc)
+                        break
                     except Exception as exc:
                         failed[number] = exc
                         break
@@ -364,12 +389,18 @@ class SqliteWorker:
             try:
                 return attempt(*args)
             except self.driver.database_error as exc:
-                text = str(exc).lower()
-                busy = isinstance(exc, self.driver.operational_error) and ("locked" in text or "busy" in text)
-                if not busy or time.monotonic() > deadline:
+                if not self._busy(exc) or time.monotonic() > deadline:
                     raise store_error(self.path, exc) from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.2)
+
+    def _busy(self, exc: BaseException) -> bool:
+        """``exc`` says another connection holds the file (SQLITE_BUSY: "database is locked"),
+        which waiting cures; not SQLITE_LOCKED ("database table is locked"), a conflict within
+        this connection that no wait ends."""
+        text = str(exc).lower()
+        return isinstance(exc, self.driver.operational_error) and (
+            "database is locked" in text or "busy" in text)
 
     async def checkpoint(self) -> bool:
         """Checkpoint the WAL into the file and truncate it (after a deletion,
