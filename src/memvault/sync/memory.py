@@ -149,6 +149,18 @@ class Memory:
 
     start_sweeping.__doc__ = AsyncMemory.start_sweeping.__doc__
 
+    def flush(self) -> None:  # once closed: nothing to do, and no error (as the async twin)
+        if not (self._portal.stopping or self._portal.closed):
+            self._portal.run(self.aio.flush())
+
+    flush.__doc__ = AsyncMemory.flush.__doc__
+
+    def stop_sweeping(self) -> None:  # once closed: nothing to do, and no error
+        if not (self._portal.stopping or self._portal.closed):
+            self._portal.run(self.aio.stop_sweeping())
+
+    stop_sweeping.__doc__ = AsyncMemory.stop_sweeping.__doc__
+
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
@@ -169,7 +181,6 @@ class Memory:
     get_retention = _twin(AsyncMemory.get_retention)
     retention_policies = _twin(AsyncMemory.retention_policies)
     sweep = _twin(AsyncMemory.sweep)
-    stop_sweeping = _twin(AsyncMemory.stop_sweeping)
     search_messages = _twin(AsyncMemory.search_messages)
     get_working_memory = _twin(AsyncMemory.get_working_memory)
     update_working_memory = _twin(AsyncMemory.update_working_memory)
@@ -184,7 +195,6 @@ class Memory:
     delete_summary = _twin(AsyncMemory.delete_summary)
     recall = _twin(AsyncMemory.recall)
     reindex = _twin(AsyncMemory.reindex)
-    flush = _twin(AsyncMemory.flush)
     resource_ids = _twin(AsyncMemory.resource_ids)
     stats = _twin(AsyncMemory.stats)
     count_messages = _twin(AsyncMemory.count_messages)
