@@ -6,6 +6,8 @@ tables (created here and dropped afterwards)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -103,3 +105,13 @@ async def test_a_role_that_cannot_create_tables_in_the_schema(powerless_role: st
         assert schema in str(error) and "permission denied" in str(error)
     finally:
         await drop_schema(url, schema)
+
+
+def test_the_cli_says_it_in_one_line() -> None:
+    url = _url(database="no_such_database_here")
+    done = subprocess.run([sys.executable, "-m", "memvault", "stats", "--db", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no_such_database_here" in lines[0], done.stderr
+    assert PASSWORD not in done.stderr and PASSWORD not in done.stdout
