@@ -63,7 +63,37 @@ class StoreError(MemvaultError):
     """The storage backend failed in a way memvault could not recover from by retrying."""
 
 
-class EncryptionKeyError(StoreError):
+class StoreClosedError(StoreError):
+    """A call reached a store (or a :class:`~memvault.Memory`) after it was closed.
+
+    Raised at once, before anything is read or written; closing again stays harmless. Open a new
+    store (``Memory.open`` / ``open_store``) to go on.
+    """
+
+    def __init__(self, message: str = "this store is closed: open it again (Memory.open or "
+                 "open_store) to go on") -> None:
+        super().__init__(message)
+
+
+class StoreOpenError(StoreError):
+    """A store could not be opened: the file or folder is missing, unwritable, not a database or
+    damaged, or the server cannot be reached or refuses. The message names the path (or the
+    server and database, never a password) and the cause; ``location`` holds that name.
+
+    Nothing was written when this is raised.
+    """
+
+    def __init__(self, message: str, *, location: str = "") -> None:
+        super().__init__(message)
+        self.location = location
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write reached a store opened read-only (``sqlite:///file.db?mode=ro``); nothing was
+    written. Open the file without ``mode=ro`` to write."""
+
+
+class EncryptionKeyError(StoreOpenError):
     """An encrypted SQLite file cannot be opened with the key given: no key was given, the key
     is wrong, or a key was given for a file that is not encrypted.
 

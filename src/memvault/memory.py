@@ -68,6 +68,7 @@ from memvault.stores.capabilities import (
     supports_states,
     supports_summaries,
 )
+from memvault.stores.closing import refuses_when_closed
 from memvault.telemetry import traced
 from memvault.transfer import jsonl
 from memvault.transfer.copier import messages_of
@@ -79,8 +80,13 @@ if TYPE_CHECKING:
     from memvault.recall.semantic import SemanticIndex
 
 
+@refuses_when_closed("flush", "stop_sweeping")
 class Memory:
     """Conversations, working memory and search for many resources, over one store.
+
+    After :meth:`close`, every call (but ``close``, ``flush`` and ``stop_sweeping``, which have
+    nothing left to do) raises :class:`~memvault.errors.StoreClosedError` at once
+    (:mod:`memvault.stores.closing`).
 
     With an ``embedder`` (any :func:`memvault.embeddings.resolve_embedder` spec, e.g.
     ``"sentence-transformers/all-MiniLM-L6-v2"``), saved messages are also embedded after their
@@ -97,6 +103,7 @@ class Memory:
     ) -> None:
         self.store = store
         self.options = options or MemoryOptions()
+        self.closed = False
         self.semantic: SemanticIndex | None = None
         self._started = embedder is None
         self._sweeper: Sweeper | None = None
@@ -137,9 +144,12 @@ class Memory:
     async def close(self) -> None:
         """Stop the background sweep, wait for embeddings, close the store (the sync twin also
         stops its background loop); closing twice is harmless."""
-        await self.stop_sweeping()
-        await self.flush()
-        await self.store.close()
+        try:
+            await self.stop_sweeping()
+            await self.flush()
+        finally:
+            self.closed = True
+            await self.store.close()
 
     async def flush(self) -> None:
         """Wait until the messages saved so far are embedded (no-op without an embedder). The

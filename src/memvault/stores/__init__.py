@@ -5,7 +5,8 @@
   with options as query parameters: ``?durability=full&busy_timeout=30``, and
   ``?key_env=VARIABLE`` for a file encrypted at rest whose key (a passphrase) is in that
   environment variable (never in the URL itself, which ends up in logs, ``ps`` and shell history;
-  needs ``pip install 'memvault[encryption]'``);
+  needs ``pip install 'memvault[encryption]'``), and ``?mode=ro`` to open an existing file
+  read-only; ``sqlite:///:memory:`` is an in-process SQLite database (gone with the store);
 - ``postgresql://user@host:5432/dbname`` (or ``postgres://``), with ``?schema=name`` and pool
   options (:mod:`memvault.stores.postgres`; needs ``pip install 'memvault[postgres]'``);
 - no URL: ``$MEMVAULT_DB`` when set, else ``memvault.db`` in the user's data folder
@@ -43,7 +44,12 @@ def default_url() -> str:
 async def open_store(url: str | None = None) -> Store:
     """Open the store a URL names (see the module docstring); ``None`` means :func:`default_url`."""
     url = url or default_url()
-    scheme = urlsplit(url).scheme
+    if not isinstance(url, str):
+        raise ConfigurationError(f"a store URL is a str, got {type(url).__name__}")
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as exc:  # not echoed: a PostgreSQL URL may hold a password
+        raise ConfigurationError(f"the store URL cannot be parsed ({exc})") from None
     if scheme == "memory":
         return InMemoryStore()
     if scheme == "sqlite":
@@ -52,7 +58,7 @@ async def open_store(url: str | None = None) -> Store:
         options = sqlite_options(url)
         return await SqliteStore.open(
             options.path, durability=options.durability, busy_timeout=options.busy_timeout,
-            encryption_key=options.encryption_key,
+            encryption_key=options.encryption_key, read_only=options.read_only,
         )
     if scheme in ("postgres", "postgresql"):
         postgres = import_optional("memvault.stores.postgres", "the PostgreSQL store", "postgres",
@@ -74,6 +80,9 @@ class SqliteOptions:
     encryption_key: str | None = field(default=None, repr=False)
     """The passphrase read from the variable ``key_env`` names; never shown in a repr."""
     key_env: str | None = None
+    read_only: bool = False
+    """``?mode=ro``: open an existing database without writing to it (see
+    :class:`~memvault.stores.sqlite.SqliteStore`)."""
 
 
 def sqlite_options(url: str) -> SqliteOptions:
@@ -92,7 +101,7 @@ def sqlite_options(url: str) -> SqliteOptions:
             "a SQLite URL never holds its encryption key (it would end up in logs, `ps` and shell "
             "history): put the key in an environment variable and write ?key_env=VARIABLE"
         )
-    unknown = set(options) - {"durability", "busy_timeout", "key_env"}
+    unknown = set(options) - {"durability", "busy_timeout", "key_env", "mode"}
     if unknown:
         raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
     try:
@@ -101,6 +110,11 @@ def sqlite_options(url: str) -> SqliteOptions:
         timeout = math.nan
     if not 0 <= timeout < math.inf:
         raise ConfigurationError(f"busy_timeout must be a number of seconds >= 0 in {url!r}")
+    mode = options.get("mode", "rwc")
+    if mode not in ("ro", "rwc"):
+        raise ConfigurationError(f"mode must be 'ro' (read-only) or 'rwc' (the default) in {url!r}")
+    if "\x00" in raw:
+        raise ConfigurationError(f"the file name in {url!r} holds a NUL character")
     path = Path(raw[1:]).expanduser()
     durability = options.get("durability", "normal")
     if durability not in ("normal", "full"):
@@ -116,4 +130,5 @@ def sqlite_options(url: str) -> SqliteOptions:
                 f"{url!r} reads its encryption key from the environment variable {key_env!r}, "
                 "which is not set or empty: set it to the key (a passphrase)"
             )
-    return SqliteOptions(path, "full" if durability == "full" else "normal", timeout, key, key_env)
+    return SqliteOptions(path, "full" if durability == "full" else "normal", timeout, key, key_env,
+                         read_only=mode == "ro")

@@ -26,6 +26,7 @@ from memvault.stores.base import (
     _Unset,
 )
 from memvault.stores.capabilities import STORE_DEFAULT, Expired, TurnRead
+from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import (
     changed_thread,
     check_limit,
@@ -59,10 +60,12 @@ class _Resource:
     states: dict[str, State] = field(default_factory=dict)
 
 
+@refuses_when_closed()
 class InMemoryStore:
     """A :class:`~memvault.stores.base.Store` kept in dictionaries. ``memory://`` opens one."""
 
     def __init__(self) -> None:
+        self.closed = False
         self._resources: dict[str, _Resource] = {}
         self._next_cursor = 1
         self._model: tuple[str, int] | None = None
@@ -492,6 +495,9 @@ class InMemoryStore:
         return {}
 
     async def close(self) -> None:
+        """Drop everything; every later call raises :class:`~memvault.errors.StoreClosedError`
+        (:mod:`memvault.stores.closing`); closing twice is harmless."""
+        self.closed = True
         self._resources.clear()
 
 

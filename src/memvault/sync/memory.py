@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
+from memvault.errors import StoreClosedError
 from memvault.memory import Memory as AsyncMemory
 from memvault.options import MemoryOptions
 from memvault.recall import RecallReader
@@ -39,15 +40,27 @@ class _Portal:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="memvault-sync", daemon=True)
         self.thread.start()
+        self.stopping = False
 
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        """Run ``coroutine`` on the loop and wait for it; :class:`StoreClosedError` once the
+        loop is stopped (the memory was closed)."""
+        if self.stopping or self.loop.is_closed():
+            coroutine.close()
+            raise StoreClosedError()
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        except RuntimeError as exc:  # closed meanwhile, by another thread
+            coroutine.close()
+            raise StoreClosedError() from exc
+        return future.result()
 
     @property
     def closed(self) -> bool:
         return self.loop.is_closed()
 
     def stop(self) -> None:
+        self.stopping = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
@@ -69,7 +82,9 @@ def _twin(
 
 
 class Memory:
-    """Synchronous :class:`memvault.Memory`; ``aio`` is the async twin it drives."""
+    """Synchronous :class:`memvault.Memory`; ``aio`` is the async twin it drives. After
+    :meth:`close`, every call raises :class:`~memvault.errors.StoreClosedError` at once, as the
+    async twin's do."""
 
     def __init__(self, aio: AsyncMemory, portal: _Portal) -> None:
         self.aio = aio
@@ -134,6 +149,18 @@ class Memory:
 
     start_sweeping.__doc__ = AsyncMemory.start_sweeping.__doc__
 
+    def flush(self) -> None:  # once closed: nothing to do, and no error (as the async twin)
+        if not (self._portal.stopping or self._portal.closed):
+            self._portal.run(self.aio.flush())
+
+    flush.__doc__ = AsyncMemory.flush.__doc__
+
+    def stop_sweeping(self) -> None:  # once closed: nothing to do, and no error
+        if not (self._portal.stopping or self._portal.closed):
+            self._portal.run(self.aio.stop_sweeping())
+
+    stop_sweeping.__doc__ = AsyncMemory.stop_sweeping.__doc__
+
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
@@ -154,7 +181,6 @@ class Memory:
     get_retention = _twin(AsyncMemory.get_retention)
     retention_policies = _twin(AsyncMemory.retention_policies)
     sweep = _twin(AsyncMemory.sweep)
-    stop_sweeping = _twin(AsyncMemory.stop_sweeping)
     search_messages = _twin(AsyncMemory.search_messages)
     get_working_memory = _twin(AsyncMemory.get_working_memory)
     update_working_memory = _twin(AsyncMemory.update_working_memory)
@@ -169,7 +195,6 @@ class Memory:
     delete_summary = _twin(AsyncMemory.delete_summary)
     recall = _twin(AsyncMemory.recall)
     reindex = _twin(AsyncMemory.reindex)
-    flush = _twin(AsyncMemory.flush)
     resource_ids = _twin(AsyncMemory.resource_ids)
     stats = _twin(AsyncMemory.stats)
     count_messages = _twin(AsyncMemory.count_messages)

@@ -31,11 +31,12 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
-from memvault.errors import ConfigurationError, StoreError
+from memvault.errors import ConfigurationError, StoreError, StoreOpenError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
@@ -55,10 +56,15 @@ _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
 
 
+@refuses_when_closed()
 class PostgresStore:
-    """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`."""
+    """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`.
+
+    Once closed, every call raises :class:`~memvault.errors.StoreClosedError` at once
+    (:mod:`memvault.stores.closing`)."""
 
     def __init__(self, database: Database) -> None:
+        self.closed = False
         self._db = database
         self.schema = database.schema
         self._pruning = Pruning()
@@ -70,19 +76,25 @@ class PostgresStore:
         try:
             conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
-            raise StoreError(f"could not connect to PostgreSQL at {where}: {reason(exc)}") from exc
+            raise StoreOpenError(f"could not connect to PostgreSQL at {where}: {reason(exc)}",
+                                 location=where) from exc
         try:
             async with conn:
                 await set_search_path(conn, schema)
                 await migrate(conn, schema)
         except psycopg.Error as exc:
-            raise StoreError(f"could not prepare the schema {schema!r} at {where}: {reason(exc)}") from exc
+            raise StoreOpenError(f"could not prepare the schema {schema!r} at {where}: {reason(exc)}"
+                                 f"{_hint(exc)}", location=where) from exc
         database = Database(conninfo, schema, where=where, min_size=min_size, max_size=max_size)
-        await database.open(wait_seconds=DEFAULT_CONNECT_TIMEOUT * 3)
+        try:
+            await database.open(wait_seconds=DEFAULT_CONNECT_TIMEOUT * 3)
+        except StoreError as exc:
+            raise StoreOpenError(str(exc), location=where) from exc
         return cls(database)
 
     async def close(self) -> None:
         """Close the pool's connections; closing twice is harmless."""
+        self.closed = True
         await self._db.close()
 
     # threads
@@ -279,7 +291,10 @@ def postgres_options(url: str) -> tuple[str, str, int, int, str]:
     """``(conninfo, schema, min_size, max_size, where)`` for a ``postgresql:`` URL: the URL
     without memvault's own parameters (with a default ``connect_timeout``), and a description
     of the server without credentials, for messages."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # not echoed: the URL may hold a password
+        raise ConfigurationError(f"the PostgreSQL URL cannot be parsed ({exc})") from None
     params = parse_qsl(parts.query, keep_blank_values=True)
     ours = {k: v for k, v in params if k in _OPTIONS}
     theirs = [(k, v) for k, v in params if k not in _OPTIONS]
@@ -304,6 +319,14 @@ def postgres_options(url: str) -> tuple[str, str, int, int, str]:
     host = parts.hostname or "the local socket"
     where = f"{host}:{port}/{unquote(parts.path.lstrip('/')) or '(default database)'}"
     return conninfo, schema, sizes[0], sizes[1], where
+
+
+def _hint(exc: Exception) -> str:
+    """What to do about a refusal while preparing the schema."""
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return (": the role needs the CREATE right on the database (to create the schema) or on "
+                "the schema (to create memvault's tables), or use a schema it owns (?schema=...)")
+    return ""
 
 
 def _redact(url: str) -> str:

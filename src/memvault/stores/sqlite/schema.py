@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from memvault.errors import SchemaVersionError
+from memvault.errors import SchemaVersionError, StoreOpenError
 
 SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
+
+
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""The full-text index's tokenizer (as in the migrations below)."""
 
 
 def scope_token(resource_id: str) -> str:
@@ -226,6 +230,8 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
             f"this database is at schema version {found}, but this memvault knows versions up to "
             f"{LATEST}: upgrade memvault (pip install -U memvault) to open it"
         )
+    if found < 0:
+        raise StoreOpenError(f"its schema version reads {found}: the file is damaged")
     if found == 0:
         conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         conn.execute("INSERT INTO schema_version (version) VALUES (0)")
@@ -233,6 +239,28 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
         for statement in _statements(MIGRATIONS[version - 1]):
             conn.execute(statement)
         conn.execute("UPDATE schema_version SET version = ?", (version,))
+    return found
+
+
+def check_version(conn: sqlite3.Connection) -> int:
+    """For a read-only open (``?mode=ro``), which never migrates: the version found, when it is
+    :data:`LATEST`. A newer database raises :class:`SchemaVersionError`; an older one, or a file
+    that holds no memvault database, raises :class:`StoreOpenError` (open it once read-write to
+    upgrade it: a read-only open never writes, and this code cannot read an older schema)."""
+    found = current_version(conn)
+    if found > LATEST:
+        raise SchemaVersionError(
+            f"this database is at schema version {found}, but this memvault knows versions up to "
+            f"{LATEST}: upgrade memvault (pip install -U memvault) to open it"
+        )
+    if found == 0:
+        raise StoreOpenError("the file holds no memvault database (mode=ro never creates one)")
+    if found < LATEST:
+        raise StoreOpenError(
+            f"the database is at schema version {found}, older than this memvault's {LATEST}, and "
+            "mode=ro never migrates: open it once without mode=ro to upgrade it (on a copy if the "
+            "file must stay untouched)"
+        )
     return found
 
 

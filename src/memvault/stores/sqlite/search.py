@@ -4,6 +4,9 @@ resource's own statistics.
 The index holds each message's body (:func:`memvault.rules.words.index_text`, stemmed by FTS5's
 porter tokenizer) and its resource's scope token (:func:`~.schema.scope_token`); it is filled in
 batches off the write path, and always before a search runs (:func:`~.schema.index_pending`).
+When that indexing cannot write (a read-only open, a full disk, a read-only file system), the
+search indexes the resource's pending messages in a temporary table instead (:func:`_index_tail`)
+and its results are the same.
 A query's words are matched as :func:`memvault.rules.words.query_groups` makes them, so matching
 agrees with every other store.
 
@@ -37,7 +40,7 @@ from memvault.model import SearchHit
 from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
-from memvault.stores.sqlite.schema import scope_token
+from memvault.stores.sqlite.schema import SCOPE_SQL, TOKENIZE, scope_token
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -65,11 +68,16 @@ def search(
     unique = list(dict.fromkeys(tuple(g) for g in groups))
     common = _common(conn, scope, unique, docs)
     kept = [g for g in unique if g not in common] or unique
+    tail = _index_tail(conn, resource_id)
     having: list[list[int]] = []
-    for group in kept:  # each group's messages in the resource, by FTS5 (one pass each)
-        match = scope + "body : " + (fts5_match([list(group)]) or "")
-        having.append([r for (r,) in conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (match,))])
+    try:
+        for group in kept:  # each group's messages in the resource, by FTS5 (one pass each)
+            match = scope + "body : " + (fts5_match([list(group)]) or "")
+            having.append([r for table in ("messages_fts", *tail) for (r,) in conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,))])
+    finally:
+        for table in tail:
+            conn.execute(f"DROP TABLE temp.{table}")
     weights: dict[int, float] = {}
     for rowids in having:  # the groups in query order, so that a sum is always made the same way
         weight = idf(docs, len(rowids))
@@ -99,6 +107,30 @@ def search(
         " (SELECT value FROM json_each(?))", (json.dumps([r for _, _, r in scored]),))}
     return [SearchHit.model_construct(message=rows.message(found[rowid]), score=-negative)
             for negative, _, rowid in scored if rowid in found]
+
+
+TAIL_TABLE = "messages_fts_tail"
+"""The temporary full-text table of :func:`_index_tail` (in the connection's ``temp`` schema)."""
+
+
+def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[str, ...]:
+    """The resource's messages the index does not hold yet (saved by a process that has not
+    indexed them, or not indexable now: a read-only open, a full disk), indexed in a temporary
+    FTS5 table of the connection with the index's own tokenizer, so that they match exactly as
+    indexed ones do; ``()`` when there are none. The caller drops the table. A temporary table
+    is the connection's own (memory or a temporary file): the database file is not written."""
+    (pending,) = conn.execute(
+        "SELECT count(*) FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)"
+        " AND resource_id = ?", (resource_id,)).fetchone()
+    if not pending:
+        return ()
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{TAIL_TABLE} USING fts5(body, scope, tokenize='{TOKENIZE}')")
+    conn.execute(
+        f"INSERT INTO temp.{TAIL_TABLE} (rowid, body, scope)"
+        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress) AND resource_id = ?",
+        (resource_id,))
+    return (TAIL_TABLE,)
 
 
 def _common(

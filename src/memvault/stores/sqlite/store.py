@@ -30,17 +30,19 @@ capability (:mod:`~.threads`, :mod:`~.messages`, :mod:`~.records`, :mod:`~.searc
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from memvault.errors import ConfigurationError
+from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
 from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
 from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
@@ -53,10 +55,18 @@ from memvault.stores.sqlite import summaries as _summaries
 from memvault.stores.sqlite import threads as _threads
 from memvault.stores.sqlite import vectors as _vectors
 from memvault.stores.sqlite.erase import erasing
-from memvault.stores.sqlite.schema import index_pending, migrate, rebuild_search_index, unindexed
+from memvault.stores.sqlite.failures import index_write_failed, is_memory
+from memvault.stores.sqlite.schema import (
+    check_version,
+    index_pending,
+    migrate,
+    rebuild_search_index,
+    unindexed,
+)
 from memvault.stores.sqlite.worker import SqliteWorker
 
 Durability = Literal["normal", "full"]
+log = logging.getLogger("memvault.sqlite")
 _T = TypeVar("_T")
 _DELETE_THREAD = erasing(_threads.delete_thread)
 _DELETE_MESSAGES = erasing(_messages.delete_messages)
@@ -70,8 +80,20 @@ INDEX_BATCH = 512
 """New messages are full-text indexed in batches of about this many (and before any search)."""
 
 
+@refuses_when_closed()
 class SqliteStore:
     """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`.
+
+    ``path``: the file (missing folders are created), or ``":memory:"`` for an in-process
+    database that lives as long as the store (one connection; other stores and processes cannot
+    see it; ``memory://`` is the lighter choice for tests).
+
+    ``read_only=True`` (``?mode=ro`` in a URL) opens an existing database without writing to it:
+    no folder or file is created, nothing is migrated (a database at an older schema version is
+    refused with :class:`~memvault.errors.StoreOpenError`: open it once read-write to upgrade),
+    reads and search work (messages another process saved but did not index yet are searched
+    directly), and every write raises :class:`~memvault.errors.ReadOnlyStoreError` with nothing
+    written.
 
     ``encryption_key``: ``None`` (the default) for a plain file; a ``str`` passphrase, or 32
     ``bytes`` of raw key, for a file encrypted at rest with SQLCipher (needs
@@ -89,16 +111,22 @@ class SqliteStore:
         durability: Durability = "normal",
         busy_timeout: float = 60.0,
         encryption_key: str | bytes | None = None,
+        read_only: bool = False,
     ) -> None:
         if durability not in ("normal", "full"):
             raise ConfigurationError(f"durability must be 'normal' or 'full', got {durability!r}")
         key = _cipher.check_key(encryption_key)
+        self.path = _check_path(path)
+        if read_only and is_memory(self.path):
+            raise ConfigurationError("an in-process SQLite database (:memory:) starts empty: it "
+                                     "cannot be opened read-only")
         driver = _cipher.STDLIB if key is None else _cipher.sqlcipher()
-        self.path = Path(path)
         self.durability = durability
         self.encrypted = key is not None
+        self.read_only = read_only
         self._worker = SqliteWorker(
-            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout, driver=driver, key=key
+            self.path, synchronous=durability.upper(), busy_timeout=busy_timeout, driver=driver, key=key,
+            read_only=read_only,
         )
         self._write = self._worker.write
         self._read = self._worker.read
@@ -109,16 +137,25 @@ class SqliteStore:
         """Open (creating the file and its missing parent folders) and migrate the schema."""
         store = cls(path, **options)
         try:
-            await store._worker.start(migrate)
+            await store._worker.start(check_version if store.read_only else migrate)
         except BaseException:
             await store.close()
             raise
         return store
 
+    @property
+    def closed(self) -> bool:
+        """Closed (or not opened): every call raises :class:`~memvault.errors.StoreClosedError`
+        (:mod:`memvault.stores.closing`)."""
+        return self._worker.closed
+
     async def close(self) -> None:
         """Index what is pending, then close the connection; closing twice is harmless."""
         if self._unindexed and not self._worker.closed:
-            await self.index_pending()
+            try:
+                await self.index_pending()
+            except StoreError as exc:  # e.g. a full disk: the next search indexes them
+                log.warning("full-text indexing at close failed (%s); the next search does it", exc)
         await self._worker.close()
 
     async def index_pending(self) -> int:
@@ -219,8 +256,15 @@ class SqliteStore:
         groups = query_groups(query)
         if not groups:
             return []
-        if await self._worker.read_one(unindexed):
-            await self.index_pending()
+        pending = 0 if self.read_only else await self._worker.read_one(unindexed)
+        if pending:
+            try:
+                await self.index_pending()
+            except StoreError as exc:
+                if not index_write_failed(exc):
+                    raise
+                log.warning("full-text indexing failed (%s): this search reads the messages not "
+                            "indexed yet directly", exc)
         return await self._read(_search.search, resource_id, groups, thread_id, limit)
 
     async def rebuild_search_index(self) -> int:
@@ -339,3 +383,20 @@ class SqliteStore:
 
     async def restore_summary(self, summary: Summary) -> None:
         await self._write(_export.restore_summary, summary)
+
+
+def _check_path(path: str | Path) -> Path:
+    """``path`` as a :class:`Path`, or :class:`~memvault.errors.ConfigurationError` for one SQLite
+    cannot take (a NUL character, text that is not valid Unicode, not a path at all)."""
+    if not isinstance(path, str | Path):
+        raise ConfigurationError(f"a SQLite path must be a str or a Path, got {type(path).__name__}")
+    text = str(path)
+    if not text:
+        raise ConfigurationError("the SQLite path is empty: name a file, or use memory://")
+    if "\x00" in text:
+        raise ConfigurationError(f"the SQLite path {text!r} holds a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"the SQLite path {text!r} is not valid Unicode text") from None
+    return Path(path)

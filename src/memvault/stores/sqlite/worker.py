@@ -21,6 +21,7 @@ written to it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import sqlite3
@@ -31,14 +32,37 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
-from memvault.errors import StoreError
+from memvault.errors import (
+    MemvaultError,
+    ReadOnlyStoreError,
+    SchemaVersionError,
+    StoreClosedError,
+    StoreError,
+    StoreOpenError,
+)
 from memvault.stores.sqlite import erase
 from memvault.stores.sqlite.cipher import STDLIB, Driver, Key, apply_key, quiet_log, unreadable
+from memvault.stores.sqlite.failures import (
+    UNDECODABLE,
+    folder_error,
+    is_memory,
+    open_error,
+    read_only_file_system,
+    store_error,
+    undecodable,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
 _INLINE_WAIT = 0.05  # seconds a small read on the caller's thread waits for a busy file
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+"""Bytes the WAL file is truncated to after a checkpoint that reset it (``journal_size_limit``):
+the log may grow past it while a reader pins it, and shrinks back at the next reset."""
+WAL_AUTOCHECKPOINT_PAGES = 1000
+"""A commit that leaves the WAL longer than this many pages runs a passive checkpoint
+(``wal_autocheckpoint``, SQLite's default, set explicitly)."""
 Body = Callable[..., Any]
 
 
@@ -75,8 +99,11 @@ class SqliteWorker:
         busy_timeout: float,
         driver: Driver = STDLIB,
         key: Key | None = None,
+        read_only: bool = False,
     ) -> None:
         self.path = path
+        self.read_only = read_only
+        self.memory = is_memory(path)  # SQLite's in-process database: one connection, no reader
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
         self.driver = driver
@@ -88,27 +115,69 @@ class SqliteWorker:
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
         self._draining = False
+        self._closed = False  # set by close(): every later call raises StoreClosedError
 
     async def start(self, setup: Body) -> None:
         """Connect (creating missing folders), set the pragmas, then run ``setup`` in a write
-        transaction (the schema migration)."""
+        transaction (the schema migration), or in a read transaction when read-only. Any
+        failure raises a :class:`~memvault.errors.StoreOpenError` naming the file and the cause
+        (or the more precise :class:`~memvault.errors.EncryptionKeyError` /
+        :class:`~memvault.errors.SchemaVersionError`)."""
         await self.run(self._connect, setup)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the worker thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
     def _connect(self, setup: Body) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._connect_steps(setup)
+        except MemvaultError as exc:
+            if type(exc) is StoreError and exc.__cause__ is not None:
+                raise open_error(self.path, exc.__cause__, read_only=self.read_only) from exc.__cause__
+            if type(exc) is StoreOpenError and not exc.location:
+                raise StoreOpenError(f"cannot open the SQLite database {self.path}: {exc}",
+                                     location=str(self.path)) from exc
+            if type(exc) is SchemaVersionError:
+                raise SchemaVersionError(f"{self.path}: {exc}") from exc
+            raise
+        except (self.driver.database_error, OSError) as exc:
+            raise open_error(self.path, exc, read_only=self.read_only) from exc
+        except UNDECODABLE as exc:  # the schema's own records are garbage
+            raise StoreOpenError(
+                f"cannot open the SQLite database {self.path}: its schema records cannot be read "
+                f"({type(exc).__name__}: {exc}); the file may be damaged", location=str(self.path)) from exc
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the worker thread; :class:`StoreClosedError` once closed."""
+        if self._closed:
+            raise StoreClosedError()
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:  # the executor shut down meanwhile (a close in another thread)
+            raise StoreClosedError() from exc
+        return await future
+
+    def _connect_steps(self, setup: Body) -> None:
+        if not self.memory and not self.read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise folder_error(self.path, exc) from exc
         conn = self._open(self.busy_timeout)
         self._conn = conn
         self._check_readable(conn)
-        self._retry(conn.execute, "PRAGMA journal_mode = WAL")
+        if not self.memory and not self.read_only:
+            self._retry(conn.execute, "PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA secure_delete = ON")  # deleted text is overwritten (:mod:`.erase`)
-        [(ok, value)] = self._retry(self._transaction, [(setup, ())])
-        if not ok:
-            raise value
+        if self.read_only:  # never a write, not even a migration: ``setup`` only checks
+            self._retry(self._snapshot, setup, ())
+        else:
+            [(ok, value)] = self._retry(self._transaction, [(setup, ())])
+            if not ok:
+                raise value
+        if self.memory:  # a second connection would see another, empty database
+            self._key = None
+            return
         self._reader = self._open(_INLINE_WAIT)
         self._reader.execute("PRAGMA query_only = ON")
         self._reader.execute("PRAGMA secure_delete = ON")
@@ -118,8 +187,16 @@ class SqliteWorker:
         self._key = None
 
     def _open(self, timeout: float) -> sqlite3.Connection:
-        """A connection to the file, keyed first thing when there is a key."""
-        conn = self.driver.connect(self.path, isolation_level=None, check_same_thread=False, timeout=timeout)
+        """A connection to the file (read-only with ``mode=ro``), keyed first thing when there
+        is a key."""
+        target: str | Path = self.path
+        if self.read_only:
+            target = f"file:{quote(str(self.path.absolute()))}?mode=ro"
+            wal = Path(f"{self.path}-wal")
+            if read_only_file_system(self.path.parent) and not (wal.exists() and wal.stat().st_size):
+                target += "&immutable=1"  # nobody can write it, and no log to replay: no -shm needed
+        conn = self.driver.connect(target, isolation_level=None, check_same_thread=False,
+                                   timeout=timeout, uri=self.read_only)
         try:
             apply_key(conn, self._key)
         except BaseException:
@@ -134,27 +211,48 @@ class SqliteWorker:
         try:
             with quiet_log(conn, self.driver):  # SQLCipher would print its failed decryption
                 self._retry(conn.execute, "SELECT count(*) FROM sqlite_master")
-        except self.driver.database_error as exc:
-            error = unreadable(self.path, self._key is not None, exc)
-            raise (error or StoreError(f"SQLite failed on {self.path}: {exc}")) from exc
+        except StoreError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, self.driver.database_error) and not isinstance(
+                    cause, self.driver.operational_error):  # "not a database": a key problem?
+                error = unreadable(self.path, self._key is not None, cause)
+                if error is not None:
+                    raise error from cause
+            raise
 
     @property
     def closed(self) -> bool:
-        return self._conn is None
+        """Closed, or never opened: no call reaches the file."""
+        return self._closed or self._conn is None
 
     def connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StoreError("this store is closed")
+            raise StoreClosedError()
         return self._conn
 
     async def read(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)`` on one consistent snapshot (a read transaction)."""
-        return await self.run(self._read, body, args)
+        return await self.run(self._read, self._decoding(body), args)
 
     async def read_one(self, body: Callable[..., T], *args: Any) -> T:
         """Run ``body(conn, *args)``, which must read with a single statement (atomic by
         itself), without the cost of a read transaction."""
-        return await self.run(self._retry, body, self.connection(), *args)
+        return await self.run(self._retry, self._decoding(body), self.connection(), *args)
+
+    def _decoding(self, body: Callable[..., T]) -> Callable[..., T]:
+        """``body``, with a row it cannot decode (:data:`~.failures.UNDECODABLE`: a damaged
+        file, most likely) reported as a StoreError naming the file, not a raw error."""
+
+        @functools.wraps(body)
+        def run(conn: sqlite3.Connection, *args: Any) -> T:
+            try:
+                return body(conn, *args)
+            except MemvaultError:
+                raise
+            except UNDECODABLE as exc:
+                raise undecodable(self.path, exc) from exc
+
+        return run
 
     def _read(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
         result: T = self._retry(self._snapshot, body, args)
@@ -174,6 +272,7 @@ class SqliteWorker:
         worker thread would cost more than the read. A ``body`` of several statements needs
         ``snapshot=True`` (one read transaction). If the file is busy (recovery, a checkpoint),
         it goes to the worker instead."""
+        body = self._decoding(body)
         reader = self._reader
         if reader is not None and self._reader_lock.acquire(blocking=False):
             try:
@@ -184,9 +283,9 @@ class SqliteWorker:
                     return body(reader, *args)
                 finally:
                     reader.execute("COMMIT")
-            except self.driver.operational_error as exc:
-                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                    raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
+            except self.driver.database_error as exc:
+                if not self._busy(exc):
+                    raise store_error(self.path, exc) from exc
             finally:
                 self._reader_lock.release()
         return await (self.read(body, *args) if snapshot else self.read_one(body, *args))
@@ -206,11 +305,24 @@ class SqliteWorker:
         self._enqueue(_Job(body, args, None, asyncio.get_running_loop()))
 
     def _enqueue(self, job: _Job) -> None:
+        """Queue ``job``, starting a drain when none runs; :class:`StoreClosedError` at once
+        once the store is closed (nothing is queued, so nothing waits for ever), and
+        :class:`ReadOnlyStoreError` when it was opened read-only."""
+        self.refuse_writes_when_read_only()
         with self._lock:
+            if self._closed:
+                raise StoreClosedError()
             self._queue.append(job)
             start, self._draining = not self._draining, True
-        if start:
-            self._executor.submit(self._drain)
+            if start:
+                self._executor.submit(self._drain)  # under the lock: close() cannot come between
+
+    def refuse_writes_when_read_only(self) -> None:
+        """:class:`~memvault.errors.ReadOnlyStoreError` when the file was opened read-only."""
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"the SQLite database {self.path} was opened read-only (?mode=ro): nothing was "
+                "written; open it without mode=ro to write")
 
     def _drain(self) -> None:
         while True:
@@ -250,6 +362,12 @@ class SqliteWorker:
                         results[number] = body(conn, *args)
                     except self.driver.operational_error:
                         raise  # the file is busy or broken: the whole transaction retries or fails
+                    except self.driver.database_error as exc:  # e.g. a damaged page it read
+                        failed[number] = store_error(self.path, exc)
+                        break
+                    except UnicodeDecodeError as exc:  # stored text that is not UTF-8: damage
+                        failed[number] = undecodable(self.path, exc)
+                        break
                     except Exception as exc:
                         failed[number] = exc
                         break
@@ -270,12 +388,19 @@ class SqliteWorker:
         while True:
             try:
                 return attempt(*args)
-            except self.driver.operational_error as exc:
-                text = str(exc).lower()
-                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
-                    raise StoreError(f"SQLite failed on {self.path}: {exc}") from exc
+            except self.driver.database_error as exc:
+                if not self._busy(exc) or time.monotonic() > deadline:
+                    raise store_error(self.path, exc) from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.2)
+
+    def _busy(self, exc: BaseException) -> bool:
+        """``exc`` says another connection holds the file (SQLITE_BUSY: "database is locked"),
+        which waiting cures; not SQLITE_LOCKED ("database table is locked"), a conflict within
+        this connection that no wait ends."""
+        text = str(exc).lower()
+        return isinstance(exc, self.driver.operational_error) and (
+            "database is locked" in text or "busy" in text)
 
     async def checkpoint(self) -> bool:
         """Checkpoint the WAL into the file and truncate it (after a deletion,
@@ -285,6 +410,7 @@ class SqliteWorker:
 
     async def purge(self) -> dict[str, Any]:
         """:func:`~memvault.stores.sqlite.erase.purge` on the writing connection."""
+        self.refuse_writes_when_read_only()
         return await self.run(self._retry, erase.purge, self.connection(), self.busy_timeout,
                               self.driver.operational_error)
 
@@ -293,9 +419,15 @@ class SqliteWorker:
         return [c for c in (self._conn, self._reader) if c is not None]
 
     async def close(self) -> None:
-        """Close the connection once pending work is done; closing twice is harmless."""
+        """Close the connection once pending work is done (the writes queued before run and
+        commit); closing twice is harmless. Every later call raises
+        :class:`~memvault.errors.StoreClosedError` at once."""
+        with self._lock:
+            already, self._closed = self._closed, True
+        if already:
+            return
         if self._conn is not None:
-            await self.run(self._close)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=True)
 
     def _close(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from memvault.testing.suite import (
     test_batch_reads,
+    test_closing,
     test_embedding_store,
     test_history,
     test_isolation,
@@ -52,6 +53,7 @@ MODULES: tuple[ModuleType, ...] = (
     test_unreadable_rows,
     test_embedding_store,
     test_reference,
+    test_closing,
 )
 """Every module of the suite, in the order its tests run."""
 
