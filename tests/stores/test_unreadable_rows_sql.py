@@ -126,3 +126,36 @@ def test_sqlite_any_garbage_is_contained(tmp_path: Path, column: str, garbage: s
             await memory.recall(resource_id=R, thread_id=T, query="words bad")
 
     asyncio.run(scenario())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(column=st.sampled_from(["parts", "metadata", "body", "role", "id"]),
+       garbage=st.binary(min_size=1, max_size=40).filter(lambda b: not _is_utf8(b)))
+def test_sqlite_bytes_that_are_not_utf8_are_contained(tmp_path: Path, column: str, garbage: bytes) -> None:
+    """A TEXT column holding bytes that are not UTF-8 (written by another program, or damaged)
+    no longer fails the fetch of the whole thread: the others read whole, the row reads as text
+    with U+FFFD or as a placeholder, and nothing untyped escapes."""
+    path = tmp_path / f"{uuid.uuid4().hex}.db"
+
+    async def scenario() -> None:
+        async with await Memory.open(f"sqlite:///{path}") as memory:
+            saved = await memory.save_messages(
+                [Message.user("first words", id="a"), Message.user("bad", id="b"),
+                 Message.user("last words", id="c")], thread_id=T, resource_id=R)
+            with closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute(f"UPDATE messages SET {column} = CAST(? AS TEXT) WHERE id = 'b'", (garbage,))
+            read = await memory.get_messages(thread_id=T, resource_id=R)
+            assert [read[0], read[-1]] == [saved[0], saved[2]] and len(read) == 3
+            await memory.get_history(thread_id=T, resource_id=R)
+            assert "c" in [h.message.id for h in await memory.search_messages(resource_id=R, query="last")]
+            await memory.recall(resource_id=R, thread_id=T, query="words bad")
+
+    asyncio.run(scenario())
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

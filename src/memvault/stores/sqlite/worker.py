@@ -66,6 +66,14 @@ WAL_AUTOCHECKPOINT_PAGES = 1000
 Body = Callable[..., Any]
 
 
+def text_of(raw: bytes) -> str:
+    """A TEXT value as Python reads it: UTF-8, where bytes that are not valid UTF-8 (a file
+    written or damaged by something else) read as U+FFFD instead of failing the whole fetch, so
+    one damaged row never makes its thread unreadable; a damaged row whose JSON no longer parses
+    reads as an unreadable placeholder (:mod:`memvault.stores.decode`)."""
+    return raw.decode("utf-8", "replace")
+
+
 @dataclass
 class _Job:
     body: Body
@@ -197,6 +205,7 @@ class SqliteWorker:
                 target += "&immutable=1"  # nobody can write it, and no log to replay: no -shm needed
         conn = self.driver.connect(target, isolation_level=None, check_same_thread=False,
                                    timeout=timeout, uri=self.read_only)
+        conn.text_factory = text_of
         try:
             apply_key(conn, self._key)
         except BaseException:
