@@ -49,3 +49,4 @@ def test_a_store_that_cannot_open_is_one_line(bad_stores: dict[str, str], comman
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("memvault: "), done.stderr
     assert "notes.db" in last, last  # names the file
+    assert "unexpected" not in last, last  # a typed error, not a bug report
