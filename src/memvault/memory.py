@@ -673,6 +673,24 @@ class Memory:
         assert result is not None
         return result
 
+    @traced("delete_working_memory")
+    async def delete_working_memory(
+        self, *, resource_id: str, thread_id: str | None = None, scope: wm.Scope | None = None
+    ) -> bool:
+        """Delete the working memory (the resource's, or a thread's: ``scope`` and ``thread_id``
+        as in :meth:`get_working_memory`); ``False`` when there was none. The next read gives
+        ``None`` and the next turn starts from the template again."""
+        key = self._working_memory_key(thread_id, scope)
+        existed = False
+
+        def delete(current: str | None) -> None:
+            nonlocal existed
+            existed = current is not None
+            return None
+
+        await self.store.update_working_memory(_id(resource_id, "resource_id"), key, delete)
+        return existed
+
     @traced("working_memory_instructions")
     async def working_memory_instructions(
         self, *, resource_id: str, thread_id: str | None = None, scope: wm.Scope | None = None

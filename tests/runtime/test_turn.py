@@ -193,3 +193,21 @@ def test_the_sync_twin_runs_a_turn(tmp_path: Path) -> None:
         saved = memory.get_messages(thread_id="t1", resource_id="ada")
         assert [m.text for m in saved] == ["I'm Ada", "Hello Ada!", "again", "Again! (edited by hand)"]
         assert memory.get_working_memory(resource_id="ada") == "- Name: Ada"
+
+
+async def test_working_memory_disabled_removes_the_note_and_its_tools(memory: Memory) -> None:
+    """``WorkingMemoryOptions(enabled=False)`` (Mastra's default): the turn feeds no note and
+    offers only ``search_memory``; a call to a note tool is not run (nobody runs it: the stream
+    ends) and the stored note is untouched."""
+    from memvault import MemoryOptions, WorkingMemoryOptions
+
+    await memory.update_working_memory("- Likes: matcha", resource_id="ada")
+    off = Memory(memory.store, MemoryOptions(working_memory=WorkingMemoryOptions(enabled=False)))
+    model = ScriptedModel([call("update_working_memory", memory="- Name: Mallory")])
+    async with Turn(off, thread_id="t1", resource_id="ada", user_message="hi", model=model,
+                    options=TurnOptions(titles=False)) as turn:
+        await turn.run()
+    fed = model.calls[0][0]
+    assert "matcha" not in str(fed) and "working memory" not in str(fed[0]).lower()
+    assert {t["function"]["name"] for t in model.calls[0][1] or []} == {"search_memory"}
+    assert await memory.get_working_memory(resource_id="ada") == "- Likes: matcha"

@@ -76,6 +76,8 @@ CASES = [
     Case("PUT", "/v1/working-memory", "/v1/working-memory", 200, body={"content": "mine"}),
     Case("PUT", "/v1/working-memory", "/v1/working-memory", 404,
          body={"content": "taken over", "thread_id": "{thread}"}),
+    Case("DELETE", "/v1/working-memory", "/v1/working-memory", 204),
+    Case("DELETE", "/v1/working-memory", "/v1/working-memory", 404, params={"thread_id": "{thread}"}),
     Case("GET", "/v1/stats", "/v1/stats", 200),
     Case("GET", "/v1/retention", "/v1/retention", 200),
     Case("PUT", "/v1/retention", "/v1/retention", 200, body={"max_age_seconds": 86_400}),

@@ -232,6 +232,20 @@ async def test_delete_thread_and_delete_resource(index: VectorIndex) -> None:
     assert len(await index.search(vectors[0], resource_id="r1")) == 5
 
 
+async def test_clear_empties_every_resource_and_the_index_stays_usable(index: VectorIndex) -> None:
+    vectors = random_vectors(30, seed=11)
+    await index.upsert(items(vectors, threads=2))
+    await index.upsert(items(vectors[:10], resource="r2", prefix="w"))
+    assert await index.clear() == 40
+    assert (await index.count(), await index.count("r1"), await index.count("r2")) == (0, 0, 0)
+    assert await index.search(vectors[0], resource_id="r1") == []
+    assert await index.clear() == 0
+    await index.upsert(items(vectors[:3]))  # usable afterwards, same dimensions
+    hits = await index.search(vectors[0], resource_id="r1", top_k=5)
+    assert len(hits) == 3 and math.isclose(hits[0].score, 1.0, abs_tol=1e-5)
+    assert await index.count() == 3
+
+
 @pytest.mark.parametrize("size", [5, 12])
 async def test_wrong_dimensions_name_both_sizes_and_write_nothing(index: VectorIndex,
                                                                   size: int) -> None:

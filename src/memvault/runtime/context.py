@@ -52,7 +52,8 @@ class ContextOptions:
       memory's ``MemoryOptions.recall``).
     - ``history_share`` (default 0.6): the part of the budget left after the system text and the
       summary that the history window may always use before recalled messages get any.
-    - ``working_memory`` (default ``True``): include the working memory and its instructions.
+    - ``working_memory`` (default ``True``): include the working memory and its instructions
+      (never when the memory's ``WorkingMemoryOptions.enabled`` is ``False``).
     """
 
     instructions: str = "You are a helpful assistant."
@@ -103,7 +104,7 @@ async def assemble(
         summary = await memory.get_summary(thread_id=thread_id, resource_id=resource_id)
     system = options.instructions
     note = None
-    if options.working_memory:
+    if options.working_memory and memory.options.working_memory.enabled:
         note = await reader.note(thread_id)
         system += "\n\n" + wm.instructions(memory.options.working_memory, note)
     head: list[ChatMessage] = [{"role": "system", "content": system}]

@@ -59,34 +59,40 @@ class MemoryTools:
         self.search_options = search_options or RecallOptions(
             scope="resource", last_n=0, working_memory=False)
 
+    @property
+    def notes(self) -> bool:
+        """Whether the working-memory tools are offered (``WorkingMemoryOptions.enabled``)."""
+        return self.memory.options.working_memory.enabled
+
     def definitions(self) -> list[Tool]:
-        """The three tools, OpenAI function format."""
-        return [
-            self.memory.working_memory_tool(),
-            {"type": "function", "function": {
-                "name": GET_TOOL,
-                "description": "Read the working memory: the note kept about the user and the task.",
-                "parameters": {"type": "object", "properties": {}},
-            }},
-            {"type": "function", "function": {
-                "name": SEARCH_TOOL,
-                "description": "Search everything said in earlier conversations with this user, by "
-                "words and meaning. Returns the matching messages with their date.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "description": "What to look for."},
-                        "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
-                                  "default": 5, "description": "How many matches."},
-                    },
-                    "required": ["query"],
+        """The three tools, OpenAI function format (only ``search_memory`` when the memory's
+        working memory is disabled)."""
+        search: Tool = {"type": "function", "function": {
+            "name": SEARCH_TOOL,
+            "description": "Search everything said in earlier conversations with this user, by "
+            "words and meaning. Returns the matching messages with their date.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
+                              "default": 5, "description": "How many matches."},
                 },
-            }},
-        ]
+                "required": ["query"],
+            },
+        }}
+        if not self.notes:
+            return [search]
+        read: Tool = {"type": "function", "function": {
+            "name": GET_TOOL,
+            "description": "Read the working memory: the note kept about the user and the task.",
+            "parameters": {"type": "object", "properties": {}},
+        }}
+        return [self.memory.working_memory_tool(), read, search]
 
     def handles(self, name: str) -> bool:
-        """Whether ``name`` is one of the memory tools."""
-        return name in (UPDATE_TOOL, GET_TOOL, SEARCH_TOOL)
+        """Whether ``name`` is one of the memory tools offered."""
+        return name == SEARCH_TOOL or (self.notes and name in (UPDATE_TOOL, GET_TOOL))
 
     async def execute(self, call: ToolCall) -> ToolResultPart:
         """Run the call; the model's mistakes come back as ``is_error`` results (see the module)."""

@@ -184,6 +184,7 @@ class Memory:
     search_messages = _twin(AsyncMemory.search_messages)
     get_working_memory = _twin(AsyncMemory.get_working_memory)
     update_working_memory = _twin(AsyncMemory.update_working_memory)
+    delete_working_memory = _twin(AsyncMemory.delete_working_memory)
     working_memory_instructions = _twin(AsyncMemory.working_memory_instructions)
     get_state = _twin(AsyncMemory.get_state)
     set_state = _twin(AsyncMemory.set_state)

@@ -110,6 +110,11 @@ class VectorIndex(Protocol):
         """Delete every vector of the resource; returns how many."""
         ...
 
+    async def clear(self) -> int:
+        """Delete every vector of every resource (e.g. before embedding again with another
+        model); returns how many. The index stays usable, with the same dimensions."""
+        ...
+
     async def count(self, resource_id: str | None = None) -> int:
         """How many vectors the resource has; the whole index's count without one."""
         ...

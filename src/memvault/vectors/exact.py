@@ -106,6 +106,9 @@ class ExactIndex:
         work = 0 if partition is None else partition.size * 64
         return await self._run(work, lambda: self._delete_resource(resource_id))
 
+    async def clear(self) -> int:
+        return await self._run(len(self._resource_of) * 64, self._clear)
+
     async def count(self, resource_id: str | None = None) -> int:
         if resource_id is None:
             return len(self._resource_of)
@@ -210,6 +213,9 @@ class ExactIndex:
             return 0
         rows = partition.thread_rows(code)
         return self._remove_rows(resource_id, partition, rows)
+
+    def _clear(self) -> int:
+        return sum(self._delete_resource(resource_id) for resource_id in list(self._partitions))
 
     def _delete_resource(self, resource_id: str) -> int:
         partition = self._partitions.pop(resource_id, None)

@@ -364,6 +364,7 @@ class PgVectorIndex:
             "delete_thread": sql.SQL("DELETE FROM {} WHERE resource_id = %(r)s AND thread_id = %(t)s"
                                      ).format(table),
             "delete_resource": sql.SQL("DELETE FROM {} WHERE resource_id = %(r)s").format(table),
+            "clear": sql.SQL("DELETE FROM {}").format(table),
             "create_hnsw": self._create_hnsw(ext_schema),
             "drop_hnsw": sql.SQL("DROP INDEX IF EXISTS {}").format(
                 sql.Identifier(self.schema, f"{self.table}_hnsw")),
@@ -428,6 +429,10 @@ class PgVectorIndex:
         validate.check_key(resource_id, "resource_id")
         await self.open()
         return await self._write(self._rowcount, self._sql["delete_resource"], {"r": resource_id})
+
+    async def clear(self) -> int:
+        await self.open()
+        return await self._write(self._rowcount, self._sql["clear"], {})
 
     async def count(self, resource_id: str | None = None) -> int:
         if resource_id is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from memvault.model import check_text
 from memvault.recall import RecallHit
@@ -89,6 +89,18 @@ async def put_working_memory(
         body.content, resource_id=resource_id, thread_id=body.thread_id, mode="replace",
         scope=note_scope(body.thread_id))
     return WorkingMemory(content=content)
+
+
+@router.delete("/working-memory", status_code=204)
+async def delete_working_memory(
+    resource_id: ResourceDep, memory: MemoryDep, thread_id: ThreadQuery = None
+) -> Response:
+    """Delete the working memory (the resource's, or with ``thread_id`` that thread's); 204
+    whether or not there was one."""
+    await check_thread(memory, resource_id, thread_id)
+    await memory.delete_working_memory(resource_id=resource_id, thread_id=thread_id,
+                                       scope=note_scope(thread_id))
+    return Response(status_code=204)
 
 
 @router.get("/stats")

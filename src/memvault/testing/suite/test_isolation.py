@@ -83,6 +83,8 @@ CALLS = [
     Call("update_working_memory", ("new note",), scope="resource"),
     Call("get_working_memory", kwargs={"scope": "resource"}),
     Call("update_working_memory", ("new note",), {"scope": "resource"}),
+    Call("delete_working_memory"),
+    Call("delete_working_memory", scope="resource"),
     Call("working_memory_instructions"),
     Call("working_memory_instructions", scope="resource"),
     Call("get_state", kwargs={"key": "run-1"}, needs=("states",)),

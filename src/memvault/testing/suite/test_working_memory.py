@@ -215,3 +215,17 @@ async def test_the_note_has_a_size_cap(memory: Memory, scope: str) -> None:
         await capped.update_working_memory("é" * 501, mode="replace", **where)
     uncapped = with_working_memory(memory, scope=scope, max_bytes=None)
     assert len(await uncapped.update_working_memory("c" * 100_000, mode="replace", **where)) == 100_000
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_a_note_can_be_deleted(memory: Memory, scope: str) -> None:
+    """``delete_working_memory`` removes the note (the next read is ``None``), says whether there
+    was one, and leaves the other scope's note alone."""
+    view = with_working_memory(memory, scope=scope)
+    other = with_working_memory(memory, scope="thread" if scope == "resource" else "resource")
+    await view.update_working_memory("mine", resource_id="ada", thread_id="t1")
+    await other.update_working_memory("the other", resource_id="ada", thread_id="t1")
+    assert await view.delete_working_memory(resource_id="ada", thread_id="t1") is True
+    assert await view.get_working_memory(resource_id="ada", thread_id="t1") is None
+    assert await view.delete_working_memory(resource_id="ada", thread_id="t1") is False
+    assert await other.get_working_memory(resource_id="ada", thread_id="t1") == "the other"
