@@ -18,7 +18,8 @@ from postgres_server import conninfo, postgres_url
 
 LEVELS = (1, 3)
 REQUESTS, PROCESSES = 12, 2
-FIGURES = {"requests", "requests_per_s", "p50_ms", "p99_ms", "mean_ms", "client_cpu", "servers_cpu"}
+FIGURES = {"requests", "requests_per_s", "p50_ms", "p99_ms", "mean_ms", "client_cpu", "servers_cpu",
+           "machine_cpu"}
 
 
 def _bench_schemas(url: str) -> set[str]:

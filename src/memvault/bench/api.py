@@ -20,8 +20,9 @@ Routes: the floor, ``GET /v1/me``, ``GET /v1/threads/{t}/messages?last_n=20``, `
 its own thread of the writing resource) and ``POST /v1/recall`` (words only). Each runs at each
 concurrency level: that many keep-alive connections, each sending its requests one after the
 other (a closed loop), with a warm-up first. The client is a minimal asyncio HTTP/1.1 client
-(one request per connection at a time, ``Content-Length`` bodies); its CPU share and the
-servers' (from ``/proc``) are reported per cell, so a saturated client shows.
+(one request per connection at a time, ``Content-Length`` bodies); its CPU share (``client_cpu``,
+in cores), the servers' (``servers_cpu``) and the whole machine's (``machine_cpu``: PostgreSQL
+included), from ``/proc``, are reported per cell, so a saturated client or machine shows.
 
 After each layout the writing resource is counted: the distinct message ids stored must equal
 the acknowledged posts (``lost``, ``duplicated`` and ``unacknowledged`` are reported).
@@ -194,6 +195,17 @@ def _cpu_seconds(pids: Sequence[int]) -> float | None:
     return total
 
 
+def _machine_busy() -> tuple[float, float] | None:
+    """``(busy, total)`` CPU seconds of the whole machine so far, from ``/proc/stat``."""
+    try:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return (sum(values[:8]) - idle) / tick, sum(values[:8]) / tick
+
+
 # ----------------------------------------------------------------------------------------------
 # The load generator: a minimal HTTP/1.1 client over keep-alive connections
 
@@ -316,12 +328,12 @@ async def _drive(route: _Route, ports: Sequence[int], concurrency: int, requests
 
     try:
         await asyncio.gather(*(loop(i, c, 0, warmup, False) for i, c in enumerate(connections)))
-        cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
+        cpu_server, cpu_client, machine = _cpu_seconds(pids), time.process_time(), _machine_busy()
         started = time.perf_counter()
         await asyncio.gather(*(loop(i, c, warmup, per, True) for i, c in enumerate(connections)))
         elapsed = time.perf_counter() - started
         cpu_client = time.process_time() - cpu_client
-        after = _cpu_seconds(pids)
+        after, machine_after = _cpu_seconds(pids), _machine_busy()
     finally:
         await asyncio.gather(*(c.close() for c in connections))
     if errors:
@@ -336,6 +348,8 @@ async def _drive(route: _Route, ports: Sequence[int], concurrency: int, requests
         "client_cpu": round(cpu_client / elapsed, 2),
         "servers_cpu": (None if cpu_server is None or after is None
                         else round((after - cpu_server) / elapsed, 2)),
+        "machine_cpu": (None if machine is None or machine_after is None
+                        else round((machine_after[0] - machine[0]) / elapsed, 2)),
     }
 
 
