@@ -326,3 +326,44 @@ def retention(
     from memvault.bench import retention as bench_retention
 
     typer.echo(json.dumps(bench_retention.run(messages=messages, queries=queries), indent=2))
+
+
+@app.command("api")
+def api(
+    postgres: Annotated[str | None, typer.Option(
+        "--postgres", metavar="URL", help="Also measure one and --processes server processes over "
+        "this PostgreSQL database (each layout in a fresh schema bench_api_<random>, dropped "
+        "afterwards), e.g. postgresql://postgres@127.0.0.1:5432/db.")] = None,
+    concurrency: Annotated[str, typer.Option(
+        help="Concurrency levels (keep-alive connections), comma-separated.")] = "1,16,64",
+    requests: Annotated[int, typer.Option(min=1, help="Timed requests per route and level.")] = 2000,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed requests per connection first.")] = 20,
+    processes: Annotated[int, typer.Option(
+        min=1, help="Server processes of the scale-out layout over PostgreSQL.")] = 4,
+    seed_messages: Annotated[int, typer.Option(
+        "--seed-messages", min=0, help="Messages in the thread read and recalled.")] = 200,
+    sqlite: Annotated[bool, typer.Option(
+        "--sqlite/--no-sqlite", help="Measure one process over a SQLite file.")] = True,
+) -> None:
+    """The HTTP API under load: requests/s, p50 and p99 of GET /v1/me, GET .../messages?last_n=20,
+    POST .../messages and POST /v1/recall beside a bare route on the same server stack (the
+    floor), over keep-alive connections to real server processes on 127.0.0.1; with --postgres,
+    one process against --processes processes, and the posted messages counted after the run.
+    Prints JSON."""
+    from rich.console import Console
+
+    from memvault.bench import api as bench_api
+
+    try:
+        levels = [int(v) for v in concurrency.split(",") if v.strip()]
+        if not levels or min(levels) < 1:
+            raise ValueError("give positive levels, e.g. 1,16,64")
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--concurrency") from None
+    if not sqlite and postgres is None:
+        raise typer.BadParameter("nothing to measure: give --postgres URL", param_hint="--no-sqlite")
+    with Console(stderr=True).status("starting") as status:
+        result = bench_api.run(postgres=postgres, concurrency=levels, requests=requests, warmup=warmup,
+                               processes=processes, seed_messages=seed_messages, sqlite=sqlite,
+                               progress=status.update)
+    typer.echo(json.dumps(result, indent=2))

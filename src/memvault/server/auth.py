@@ -38,7 +38,9 @@ class Caller:
     resource_id: str | None
 
 
-def memory_of(request: Request) -> Memory:
+async def memory_of(request: Request) -> Memory:
+    """The app's :class:`Memory`. A coroutine: FastAPI runs a plain function dependency in a
+    worker thread, a hop that cost about 0.2 ms per request (``memvault bench api``)."""
     memory: Memory = request.app.state.memory
     return memory
 

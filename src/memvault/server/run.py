@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import uvicorn
 
@@ -45,6 +46,12 @@ def port_of(sock: socket.socket) -> int:
     return port
 
 
+def config(app: Any, *, log_level: str = "info") -> uvicorn.Config:
+    """The uvicorn settings the API is served with (``memvault bench api`` serves its floor app
+    with the same ones)."""
+    return uvicorn.Config(app, log_level=log_level, lifespan="off", server_header=False)
+
+
 async def serve(
     url: str | None,
     sock: socket.socket,
@@ -60,8 +67,7 @@ async def serve(
     async with await Memory.open(url) as memory:
         app = create_app(memory, max_body_bytes=max_body_bytes, extra_keys=extra_keys,
                          handoffs=handoffs)
-        server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="off",
-                                               server_header=False))
+        server = uvicorn.Server(config(app, log_level=log_level))
         if on_server is not None:
             on_server(server)
         await server.serve(sockets=[sock])

@@ -14,14 +14,15 @@ from memvault.server.gate import decoded
 _ENCODED = "Percent-encoded (`/` as `%2F`, `%` as `%25`...): any id the Python API accepts."
 
 
-def _thread_id(thread_id: Annotated[str, Path(description=_ENCODED)]) -> str:
+# Coroutines, not plain functions: FastAPI runs a plain function dependency in a worker thread.
+async def _thread_id(thread_id: Annotated[str, Path(description=_ENCODED)]) -> str:
     try:
         return decoded(thread_id)
     except ValueError:
         raise ApiError(404, THREAD_NOT_FOUND) from None
 
 
-def _message_id(message_id: Annotated[str, Path(description=_ENCODED)]) -> str:
+async def _message_id(message_id: Annotated[str, Path(description=_ENCODED)]) -> str:
     try:
         return decoded(message_id)
     except ValueError:
