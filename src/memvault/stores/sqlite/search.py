@@ -101,7 +101,8 @@ def search(
     scored: list[tuple[float, int, int]] = []
     done, size = 0, max(4 * limit, PRUNE_ROUND)
     while done < len(order):
-        if len(scored) >= limit and weights[order[done]] * (K1 + 1) / (1 + K1 * (1 - B)) < -scored[-1][0]:
+        bound = weights[order[done]] * (K1 + 1) / (1 + K1 * (1 - B))
+        if scored and len(scored) >= limit and bound < -scored[-1][0]:
             break
         chunk = order[done : done + size]
         done += len(chunk)
