@@ -30,10 +30,11 @@ def test_replay_feeds_the_evidence_and_less_than_everything(tmp_path: Path) -> N
 
 def test_assembly_is_timed_in_both_layouts() -> None:
     result = bench_turn.assembly(messages=2_000, queries=5)
-    assert [layout["resources"] for layout in result["layouts"]] == [1, 100]
+    assert [layout["resources"] for layout in result["layouts"]] == [1, 2]
+    assert [layout["resource_messages"] for layout in result["layouts"]] == [2_000, 1_000]
     for layout in result["layouts"]:
         assert layout["p50_ms"] > 0 and layout["p95_ms"] >= layout["p50_ms"]
-    assert set(result["target_met"]) == {"1", "100"}
+    assert set(result["target_met"]) == {"one"} and result["target_p50_ms"] == 15.0
     dense = bench_turn.assembly(messages=2_000, queries=2, text="dense")
     assert dense["text"] == "dense" and len(dense["layouts"]) == 2
 

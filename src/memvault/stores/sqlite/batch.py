@@ -3,15 +3,18 @@ several reads on one connection, in one read transaction (one snapshot)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 
 from memvault.model import Message
+from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import TurnRead
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
 from memvault.stores.sqlite import summaries as _summaries
+from memvault.stores.sqlite.retention import cutoff_us
 
 
 def read_turn(
@@ -25,6 +28,51 @@ def read_turn(
 def read_around(
     conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
 ) -> dict[str, list[Message]]:
-    return {thread_id: _messages.get_messages(conn, resource_id, thread_id,
-                                              MessageQuery(ids=list(found), message_range=message_range))
-            for thread_id, found in ids.items()}
+    """For each thread, what ``get_messages(..., MessageQuery(ids=..., message_range=...))``
+    gives, in three statements whatever the number of threads and ids: the ids' seqs with the
+    seq ``message_range`` messages before and after each (index seeks), then every run of
+    messages between those bounds (runs that overlap merged). The messages between a hit's
+    bounds are exactly its neighbours: the bounds are its ``message_range``-th unexpired
+    neighbours on each side, or the thread's ends."""
+    out: dict[str, list[Message]] = {thread_id: [] for thread_id in ids}
+    pairs = [[thread_id, message_id]
+             for thread_id, found in ids.items() for message_id in dict.fromkeys(found)]
+    if not pairs:
+        return out
+    cutoff = cutoff_us(conn, resource_id)
+    floor = -(2**63) if cutoff is None else cutoff
+    offset = max(0, message_range - 1)
+    before = after = "m.seq"
+    if message_range:
+        near = ("(SELECT n.seq FROM messages AS n WHERE n.resource_id = m.resource_id"
+                " AND n.thread_id = m.thread_id AND n.seq {op} m.seq AND n.created_us >= :floor"
+                " ORDER BY n.seq {order} LIMIT 1 OFFSET :offset)")
+        before = f"coalesce({near.format(op='<', order='DESC')}, {-(2**62)})"
+        after = f"coalesce({near.format(op='>', order='ASC')}, {2**62})"
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for thread_id, low, high in conn.execute(
+        f"SELECT m.thread_id, {before}, {after} FROM json_each(:pairs) CROSS JOIN messages AS m"
+        " ON m.resource_id = :resource AND m.thread_id = json_extract(json_each.value, '$[0]')"
+        " AND m.id = json_extract(json_each.value, '$[1]') WHERE m.created_us >= :floor",
+        {"pairs": json.dumps(pairs), "resource": resource_id, "floor": floor, "offset": offset},
+    ):
+        spans.setdefault(thread_id, []).append((int(low), int(high)))
+    runs: list[tuple[str, int, int]] = []
+    for thread_id, found in spans.items():
+        merged: list[list[int]] = []
+        for low, high in sorted(found):
+            if merged and low <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], high)
+            else:
+                merged.append([low, high])
+        runs.extend((thread_id, low, high) for low, high in merged)
+    for row in conn.execute(
+        f"SELECT {rows.qualified(rows.MESSAGE_COLUMNS, 'm')} FROM json_each(:runs)"
+        " CROSS JOIN messages AS m ON m.resource_id = :resource"
+        " AND m.thread_id = json_extract(json_each.value, '$[0]')"
+        " AND m.seq BETWEEN json_extract(json_each.value, '$[1]') AND json_extract(json_each.value, '$[2]')"
+        " WHERE m.created_us >= :floor ORDER BY json_each.key, m.seq",
+        {"runs": json.dumps(runs), "resource": resource_id, "floor": floor},
+    ):
+        out[row[1]].append(rows.message(row))
+    return out

@@ -48,6 +48,8 @@ COMMON_SHARE = 0.05
 COMMON_MIN_MESSAGES = 1_000
 K1 = 1.2
 B = 0.75
+PRUNE_ROUND = 512
+"""Matches scored in the first round of a search (then twice as many each round)."""
 
 
 def idf(docs: int, having: int) -> float:
@@ -87,19 +89,35 @@ def search(
         return []
     average = chars / docs if docs and chars else 0.0
     scale = K1 * B / average if average else 0.0
-    sql = ("SELECT rowid, length(body), created_us FROM messages WHERE rowid IN"
-           " (SELECT value FROM json_each(?)) AND resource_id = ?")
-    args: list[Any] = [json.dumps(list(weights)), resource_id]
+    # rowid lookups, one per match (CROSS JOIN keeps that order): never a scan of the
+    # resource's index, whose cost would be the resource's size, not the matches'
+    sql = ("SELECT m.rowid, length(m.body), m.created_us FROM json_each(?) CROSS JOIN messages AS m"
+           " ON m.rowid = json_each.value WHERE +m.resource_id = ?")
+    extra: list[Any] = [resource_id]
     cutoff = cutoff_us(conn, resource_id)  # expired messages are never hits (scores count them until swept)
     if cutoff is not None:
-        sql += " AND created_us >= ?"
-        args.append(cutoff)
+        sql += " AND +m.created_us >= ?"
+        extra.append(cutoff)
     if thread_id is not None:
-        sql += " AND thread_id = ?"
-        args.append(thread_id)
-    scored = sorted(
-        (-(weights[rowid] * (K1 + 1) / (1 + K1 * (1 - B) + scale * length)), created, rowid)
-        for rowid, length, created in conn.execute(sql, args))[:limit]
+        sql += " AND +m.thread_id = ?"
+        extra.append(thread_id)
+    # Best weight first, in rounds: a message's score is at most its weight's score at length
+    # 0 (`bound`), so once the next weight's bound is below the `limit`-th score found, no
+    # message left can enter the top `limit`. The hits are those of scoring every match, but
+    # a common word in a large resource no longer costs a row read per match.
+    order = sorted(weights, key=weights.__getitem__, reverse=True)
+    scored: list[tuple[float, int, int]] = []
+    done, size = 0, max(4 * limit, PRUNE_ROUND)
+    while done < len(order):
+        bound = weights[order[done]] * (K1 + 1) / (1 + K1 * (1 - B))
+        if scored and len(scored) >= limit and bound < -scored[-1][0]:
+            break
+        chunk = order[done : done + size]
+        done += len(chunk)
+        size *= 2
+        scored = sorted([*scored, *(
+            (-(weights[rowid] * (K1 + 1) / (1 + K1 * (1 - B) + scale * length)), created, rowid)
+            for rowid, length, created in conn.execute(sql, [json.dumps(chunk), *extra]))])[:limit]
     if not scored:
         return []
     found = {r[0]: r[1:] for r in conn.execute(
@@ -144,10 +162,19 @@ def _common(
     if docs <= bound or len(groups) < 2 or not words:
         return set()
     marks = ", ".join("?" * len(words))
-    frequent = [term for term, count in conn.execute(
+    frequent = [(term, int(count)) for term, count in conn.execute(
         f"SELECT term, doc FROM messages_fts_vocab WHERE term IN ({marks})", list(words)) if count > bound]
-    common: set[tuple[str, ...]] = set()
-    for term in frequent:
+    if not frequent:
+        return set()
+    # The other resources hold at most `others` indexed messages (rowids are distinct and
+    # positive), so a word the whole index holds in more than `bound + others` messages is in
+    # more than `bound` of this resource's: common without counting it (the answer the count
+    # gives, without a pass over the resource; it settles it when one resource holds most of
+    # the store).
+    (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
+    others = int(last or 0) - docs
+    common: set[tuple[str, ...]] = {words[term] for term, count in frequent if count - others > bound}
+    for term in (term for term, _ in frequent if words[term] not in common):
         match = scope + "body : " + (fts5_match([list(words[term])]) or "")
         (count,) = conn.execute(
             "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (match,)).fetchone()
