@@ -230,7 +230,7 @@ async def _assembly(messages: int, layout: str, queries: int, folder: Path, seed
         fed = []
         profiler: Any = None
         if profile:
-            from pyinstrument import Profiler  # a bench tool, not a dependency
+            from pyinstrument import Profiler  # the bench extra
 
             profiler = Profiler(async_mode="enabled")
             profiler.start()
