@@ -21,6 +21,20 @@ def _scope(resource: str | None) -> str:
     return "the store" if resource is None else f"resource {resource!r}"
 
 
+def _apply(age: str | None, resource: str | None, db: str | None, as_json: bool, said: str) -> None:
+    """Set (``age``) or remove (``None``) a policy, then print what was done."""
+
+    async def work() -> None:
+        async with await Memory.open(db) as memory:
+            await memory.set_retention(None if age is None else parse_max_age(age), resource_id=resource)
+
+    run(work())
+    if as_json:
+        emit({"resource_id": resource, "max_age": age})
+    else:
+        typer.echo(f"{_scope(resource)} {said}")
+
+
 @app.command("set")
 def set_(
     age: Annotated[str, typer.Argument(help="The maximum age: a number and a unit, e.g. 90d, 12h, 2w.")],
@@ -30,32 +44,14 @@ def set_(
 ) -> None:
     """Keep messages for AGE: messages older than that are never read again, and the sweep
     (background, or `memvault sweep`) erases them. A resource's policy replaces the store's."""
-
-    async def work() -> None:
-        async with await Memory.open(db) as memory:
-            await memory.set_retention(parse_max_age(age), resource_id=resource)
-
-    run(work())
-    if as_json:
-        emit({"resource_id": resource, "max_age": age})
-    else:
-        typer.echo(f"{_scope(resource)} keeps messages for {age}")
+    _apply(age, resource, db, as_json, f"keeps messages for {age}")
 
 
 @app.command("clear")
 def clear(resource: ForResource = None, db: Db = None, as_json: AsJson = False) -> None:
     """Remove a policy: the store's (messages are then kept until deleted, unless their resource
     has its own) or a resource's (it then follows the store's)."""
-
-    async def work() -> None:
-        async with await Memory.open(db) as memory:
-            await memory.set_retention(None, resource_id=resource)
-
-    run(work())
-    if as_json:
-        emit({"resource_id": resource, "max_age": None})
-    else:
-        typer.echo(f"{_scope(resource)} has no retention policy of its own now")
+    _apply(None, resource, db, as_json, "has no retention policy of its own now")
 
 
 @app.command("show")
