@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memvault.errors import ValidationError
@@ -168,10 +168,7 @@ def item_to_message(item: Any) -> Message:
         if not path:
             skeleton = None
             continue
-        container = skeleton
-        for key in path[:-1]:
-            container = container[key]
-        container[path[-1]] = None
+        _parent(skeleton, path)[path[-1]] = None
     stored = {"item": _dump(skeleton), "refs": view.refs}
     return Message(role=role, parts=view.parts, metadata={STORED_KEY: stored})
 
@@ -296,9 +293,7 @@ def _restore(stored: dict[str, Any], parts: list[Part]) -> Any:
             if not path:
                 item = value
                 continue
-            container = item
-            for key in path[:-1]:
-                container = container[key]
+            container = _parent(item, path)
             if container[path[-1]] is not None:
                 return _BROKEN
             container[path[-1]] = value
@@ -322,3 +317,10 @@ def _foreign(message: Message) -> list[Any]:
         )
         items.append({"type": "function_call_output", "call_id": result.tool_call_id, "output": output})
     return items
+
+
+def _parent(root: Any, path: Sequence[Any]) -> Any:
+    """The container holding the value at ``path`` (keys and indexes) inside ``root``."""
+    for key in path[:-1]:
+        root = root[key]
+    return root
