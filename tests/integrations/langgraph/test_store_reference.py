@@ -41,14 +41,16 @@ filters = st.one_of(
     st.none(),
     st.fixed_dictionaries({"tag": st.sampled_from(["x", "y"])}),
     st.fixed_dictionaries({"n": st.fixed_dictionaries({"$gt": st.integers(-1, 1)})}),
-    st.fixed_dictionaries({"n": st.fixed_dictionaries({"$gte": st.integers(-1, 1), "$lt": st.integers(0, 2)})}),
+    st.fixed_dictionaries({"n": st.fixed_dictionaries({"$gte": st.integers(-1, 1),
+                                                       "$lt": st.integers(0, 2)})}),
     st.fixed_dictionaries({"n": st.fixed_dictionaries({"$lte": st.integers(-1, 1)})}),
     st.fixed_dictionaries({"nested": st.fixed_dictionaries({"k": st.just("p")})}),
     st.fixed_dictionaries({"n": st.fixed_dictionaries({"$ne": st.integers(-1, 1)})}),
 )
 keys = st.sampled_from(["k1", "k2", "k3"])
 spaces = st.sampled_from(NAMESPACES)
-puts = st.tuples(spaces, keys, st.one_of(values, values, st.none())).map(lambda a: PutOp(*a, index=None, ttl=None))
+puts = st.tuples(spaces, keys, st.one_of(values, values, st.none())).map(
+    lambda a: PutOp(*a, index=None, ttl=None))
 gets = st.tuples(spaces, keys).map(lambda a: GetOp(*a))
 searches = st.tuples(st.sampled_from(PREFIXES), filters, st.one_of(st.none(), st.sampled_from(WORDS))).map(
     lambda a: SearchOp(a[0], a[1], limit=100, offset=0, query=a[2]))
@@ -88,7 +90,8 @@ async def _compare(memory: Memory, steps: list[Any]) -> None:
         batch = step if isinstance(step, list) else [step]
         mine = await ours.abatch(batch)
         _forget_empty(reference)
-        listed = {i: reference.batch([op])[0] for i, op in enumerate(batch) if isinstance(op, ListNamespacesOp)}
+        listed = {i: reference.batch([op])[0] for i, op in enumerate(batch)
+                  if isinstance(op, ListNamespacesOp)}
         theirs = reference.batch(batch)
         for i, (op, got) in enumerate(zip(batch, mine, strict=True)):
             wanted = listed.get(i, theirs[i])
