@@ -106,6 +106,7 @@ class MemvaultStore(BaseStore):
                 raise ValidationError(f"unknown store operation {type(op).__name__}")
             validate_op_namespace(op)
         now = datetime.now(UTC)
+        doomed, records = await self._prepare([op for op in ops if isinstance(op, PutOp)], now)
         results: list[Result] = [None] * len(ops)
         await self._gets(ops, results, now)
         for i, op in enumerate(ops):
@@ -113,7 +114,8 @@ class MemvaultStore(BaseStore):
                 results[i] = await self._search(op, now)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = await self._namespaces(op, now)
-        await self._puts([op for op in ops if isinstance(op, PutOp)], now)
+        await self._items.delete_items(self.resource_id, doomed)
+        await self._items.put_items(self.resource_id, records)
         return results
 
     def sweep(self) -> int:
@@ -168,30 +170,29 @@ class MemvaultStore(BaseStore):
             spaces = [ns[: op.max_depth] for ns in spaces]
         return sorted(set(spaces))[op.offset : op.offset + op.limit]
 
-    async def _puts(self, puts: list[PutOp], now: datetime) -> None:
+    async def _prepare(self, puts: list[PutOp], now: datetime) -> tuple[list[ItemKey], list[ItemRecord]]:
+        """The keys the puts delete and the items they write (the last put of a key wins), all
+        checked (and embedded) before anything is written."""
         last = {(op.namespace, op.key): op for op in puts}
         doomed = [key for key, op in last.items() if op.value is None]
-        kept = [op for op in last.values() if op.value is not None]
-        texts = [_search.indexed_text(op.value or {}, self._fields(op)) for op in kept]
+        kept = [(op, _json_object(op.value), _ttl(op.ttl)) for op in last.values() if op.value is not None]
+        texts = [_search.indexed_text(value, self._fields(op)) for op, value, _ in kept]
         vectors = await _search.embed(self.embedder, ["\n".join(t) for t in texts])
-        records = []
-        for op, text, vector in zip(kept, texts, vectors, strict=True):
-            ttl = _ttl(op.ttl)
-            records.append(
-                ItemRecord(
-                    namespace=op.namespace,
-                    key=op.key,
-                    value=_json_object(op.value),
-                    created_at=now,
-                    updated_at=now,
-                    expires_at=now + timedelta(minutes=ttl) if ttl is not None else None,
-                    ttl_minutes=ttl,
-                    words=_search.words(text),
-                    vector=vector,
-                )
+        records = [
+            ItemRecord(
+                namespace=op.namespace,
+                key=op.key,
+                value=value,
+                created_at=now,
+                updated_at=now,
+                expires_at=now + timedelta(minutes=ttl) if ttl is not None else None,
+                ttl_minutes=ttl,
+                words=_search.words(text),
+                vector=vector,
             )
-        await self._items.delete_items(self.resource_id, doomed)
-        await self._items.put_items(self.resource_id, records)
+            for (op, value, ttl), text, vector in zip(kept, texts, vectors, strict=True)
+        ]
+        return doomed, records
 
     def _fields(self, op: PutOp) -> Sequence[str]:
         if op.index is False:
