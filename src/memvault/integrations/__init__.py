@@ -2,6 +2,8 @@
 
 * :mod:`memvault.integrations.openai_agents`: :class:`MemvaultSession`, a ``Session`` for the
   OpenAI Agents SDK (``pip install 'memvault[agents]'`` ships the SDK).
+* :mod:`memvault.integrations.langgraph`: :class:`MemvaultSaver` (a LangGraph checkpointer) and
+  :class:`MemvaultStore` (a LangGraph long-term store) (``pip install 'memvault[langgraph]'``).
 
 Each adapter imports its framework only when used, so importing this package costs nothing.
 """
