@@ -84,8 +84,9 @@ async def search_time(store: BaseStore, items: int, repeats: int = 20) -> float:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="bench-langgraph-"))
     memories = {"sqlite": await Memory.open(f"sqlite:///{folder}/bench.db")}
+    schema = f"bench_lg_{uuid.uuid4().hex[:8]}"
     if args.postgres:
-        memories["postgres"] = await Memory.open(f"{args.postgres}?schema=bench_lg_{uuid.uuid4().hex[:8]}")
+        memories["postgres"] = await Memory.open(f"{args.postgres}?schema={schema}")
     makers: dict[str, Callable[[], tuple[Any, BaseStore]]] = {
         "in_memory": lambda: (InMemorySaver(), InMemoryStore())}
     for name, memory in memories.items():
@@ -111,6 +112,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     for memory in memories.values():
         await memory.close()
+    if args.postgres:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(args.postgres, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
     return result
 
 

@@ -65,7 +65,10 @@ def _counts(terms: Sequence[tuple[str, ...]], doc: Sequence[str]) -> dict[tuple[
     found: dict[tuple[str, ...], int] = {}
     for term in terms:
         size = len(term)
-        found[term] = sum(1 for i in range(len(doc) - size + 1) if tuple(doc[i : i + size]) == term)
+        if size == 1:  # a word: counted in C
+            found[term] = doc.count(term[0])
+        else:  # a phrase (a CJK run)
+            found[term] = sum(1 for i in range(len(doc) - size + 1) if tuple(doc[i : i + size]) == term)
     return found
 
 
@@ -90,8 +93,9 @@ def rank(
     if query_vector:
         sources["meaning"] = vector_scores(query_vector, items)
     fused = weighted_fusion(sources)
-    order = sorted(range(len(items)), key=lambda i: -fused.get(i, 0.0))
-    return [(items[i], fused.get(i, 0.0)) for i in order]
+    scored = sorted(fused, key=lambda i: (-fused[i], i))
+    rest = [i for i in range(len(items)) if i not in fused]
+    return [(items[i], fused[i]) for i in scored] + [(items[i], 0.0) for i in rest]
 
 
 async def embed(embedder: Embedder | None, texts: Sequence[str]) -> list[bytes]:
