@@ -119,3 +119,15 @@ async def test_a_sync_call_on_the_memorys_own_loop_is_refused(any_memory: Memory
     saver = MemvaultSaver(any_memory, resource_id="ada")
     with pytest.raises(ConfigurationError, match="async methods"):
         saver.get_tuple(CONFIG)
+
+
+async def test_a_sync_graph_runs_in_a_thread_beside_an_async_memory(any_memory: Memory) -> None:
+    import asyncio
+
+    graph = build(False).compile(checkpointer=MemvaultSaver(any_memory, resource_id="ada"),
+                                 store=MemvaultStore(any_memory, resource_id="ada"))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, graph.invoke, {"messages": ["I sail a boat"], "turns": 0}, CONFIG)
+    done = await loop.run_in_executor(None, graph.invoke, Command(resume="fine"), CONFIG)
+    assert done["messages"][-1] == "recalled: I sail a boat"
+    assert (await graph.aget_state(CONFIG)).values == done  # the async methods see the same state
