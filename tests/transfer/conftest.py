@@ -15,10 +15,15 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import postgres_server
+from memvault import Memory
 
 SEEDS = Path(__file__).parent / "seeds"
 IN_CI = (os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -74,3 +79,21 @@ def mastra_db(node: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     """A Mastra memory database and what Mastra reads from it."""
     path = tmp_path_factory.mktemp("mastra") / "memory.db"
     return path, build(node, "mastra.mjs", path)
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
+    """An empty memvault to import into: a new SQLite file, ``memory://``, or a fresh schema of
+    the test PostgreSQL server (skipped without one, as in the rest of the suite)."""
+    if request.param != "postgres":
+        url = f"sqlite:///{tmp_path / 'target.db'}" if request.param == "sqlite" else "memory://"
+        async with await Memory.open(url) as memory:
+            yield memory
+        return
+    server = postgres_server.postgres_url("the import tests on PostgreSQL")
+    schema = f"imp_{uuid.uuid4().hex[:10]}"
+    try:
+        async with await Memory.open(postgres_server.with_schema(server, schema)) as memory:
+            yield memory
+    finally:
+        await postgres_server.drop_schema(server, schema)

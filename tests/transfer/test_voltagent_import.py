@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,6 @@ from memvault.errors import StoreOpenError, ValidationError
 from memvault.model import Message
 
 Source = tuple[Path, dict[str, Any]]
-
-
-@pytest.fixture(params=["sqlite", "memory"])
-async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
-    url = f"sqlite:///{tmp_path / 'target.db'}" if request.param == "sqlite" else "memory://"
-    async with await Memory.open(url) as memory:
-        yield memory
 
 
 async def test_every_message_matches_what_voltagent_reads(target: Memory, voltagent_db: Source) -> None:
