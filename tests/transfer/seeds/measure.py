@@ -44,10 +44,16 @@ async def _once(source: str, folder: Path, run: str) -> dict[str, float]:
     return {"first": first, "second": second, "jsonl": jsonl}
 
 
-async def measure(system: str, conversations: int, messages: int, runs: int, folder: Path) -> dict[str, Any]:
+def build(system: str, conversations: int, messages: int, folder: Path) -> Path:
+    """The database ``bulk.mjs`` writes."""
     path = folder / f"{system}.db"
     subprocess.run(["node", str(HERE / "bulk.mjs"), system, str(path), str(conversations), str(messages)],
                    check=True, capture_output=True, cwd=HERE)
+    return path
+
+
+async def measure(system: str, path: Path, conversations: int, messages: int, runs: int,
+                  folder: Path) -> dict[str, Any]:
     times = [await _once(f"{system}:{path}", folder, f"{system}-{run}") for run in range(runs)]
     median = {k: statistics.median(t[k] for t in times) for k in times[0]}
     total = conversations * messages
@@ -66,7 +72,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for system in ("voltagent", "mastra"):
-            result = asyncio.run(measure(system, args.conversations, args.messages, args.runs, Path(folder)))
+            path = build(system, args.conversations, args.messages, Path(folder))
+            result = asyncio.run(measure(system, path, args.conversations, args.messages, args.runs,
+                                         Path(folder)))
             print(json.dumps(result))
 
 
