@@ -13,7 +13,7 @@ import pytest
 from seedcheck import at, dump, memvault_parts, voltagent_parts
 
 from memvault import Memory
-from memvault.errors import StoreOpenError, ValidationError
+from memvault.errors import ReadOnlyStoreError, StoreOpenError, ValidationError
 from memvault.model import Message
 
 Source = tuple[Path, dict[str, Any]]
@@ -143,3 +143,13 @@ async def test_a_bad_source_name_is_a_validation_error(target: Memory, source: A
     with pytest.raises(ValidationError):
         await target.import_from(source)
     assert await target.resource_ids() == []
+
+
+async def test_a_read_only_target_refuses_and_holds_nothing(tmp_path: Path, voltagent_db: Source) -> None:
+    path = tmp_path / "target.db"
+    await (await Memory.open(f"sqlite:///{path}")).close()
+    async with await Memory.open(f"sqlite:///{path}?mode=ro") as memory:
+        with pytest.raises(ReadOnlyStoreError):
+            await memory.import_from(f"voltagent:{voltagent_db[0]}")
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert await memory.resource_ids() == []
