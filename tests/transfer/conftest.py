@@ -26,6 +26,9 @@ import postgres_server
 from memvault import Memory
 
 SEEDS = Path(__file__).parent / "seeds"
+NODE_ENV = {**os.environ, "NODE_ENV": "production", "MASTRA_TELEMETRY_DISABLED": "1"}
+"""The scripts' environment: no network from the libraries (VoltAgent refreshes a model
+registry from models.dev outside production; Mastra sends usage telemetry unless disabled)."""
 IN_CI = (os.environ.get("CI", "").lower() in ("1", "true", "yes")
          or os.environ.get("MEMVAULT_REQUIRE_NODE") == "1")
 
@@ -62,7 +65,7 @@ def node() -> str:
 def build(node: str, script: str, path: Path) -> dict[str, Any]:
     """Run ``seeds/<script>`` to write the database at ``path``; what the library read back."""
     done = subprocess.run([node, str(SEEDS / script), str(path)], capture_output=True, text=True,
-                          timeout=300, check=False, cwd=SEEDS)
+                          timeout=300, check=False, cwd=SEEDS, env=NODE_ENV)
     assert done.returncode == 0, f"{script} failed:\n{done.stderr[-3000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -48,7 +49,8 @@ def build(system: str, conversations: int, messages: int, folder: Path) -> Path:
     """The database ``bulk.mjs`` writes."""
     path = folder / f"{system}.db"
     subprocess.run(["node", str(HERE / "bulk.mjs"), system, str(path), str(conversations), str(messages)],
-                   check=True, capture_output=True, cwd=HERE)
+                   check=True, capture_output=True, cwd=HERE,
+                   env={**os.environ, "NODE_ENV": "production", "MASTRA_TELEMETRY_DISABLED": "1"})
     return path
 
 
