@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memvault.errors import ValidationError
 from memvault.integrations.pydantic_ai.messages import pydantic_ai_messages, to_memvault, to_pydantic_ai
