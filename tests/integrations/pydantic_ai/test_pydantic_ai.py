@@ -298,6 +298,13 @@ def test_property_histories_round_trip_exactly_through_a_thread(
         nonlocal count
         count += 1
         history = MemvaultHistory(memory, thread_id=f"t{count}", resource_id="ada")
+        try:
+            ADAPTER.dump_python(messages, mode="json")
+        except UnicodeError:  # Pydantic AI itself cannot persist it: refused, nothing written
+            with pytest.raises(ValidationError, match="cannot write this message as JSON"):
+                runner.run(history.save(messages))
+            assert runner.run(history.load()) == []
+            return
         runner.run(history.save(messages))
         loaded = runner.run(history.load())
         assert loaded == as_pydantic_ai_keeps_it(messages)

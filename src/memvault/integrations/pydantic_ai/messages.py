@@ -35,21 +35,20 @@ as ``ThinkingPart``; other parts left out).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import MissingExtraError, ValidationError
 from memvault.integrations.openai_agents.items import clean_text
+from memvault.integrations.stored_once import View, exact, restore
 from memvault.model import (
     ImagePart,
     Message,
-    Part,
     ReasoningPart,
     Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    check_json,
 )
 
 if TYPE_CHECKING:
@@ -73,48 +72,20 @@ def pydantic_ai_messages() -> Any:
     return messages
 
 
-def _exact(value: Any) -> bool:
-    try:
-        check_json(value)
-    except ValueError:
-        return False
-    return True
-
-
-class _View:
-    """The readable parts of one message and where each exact value sits in the stored JSON."""
-
-    def __init__(self) -> None:
-        self.parts: list[Part] = []
-        self.refs: list[list[Any]] = []
-
-    def add(self, part: Part, path: Path | None = None) -> None:
-        if path is not None:
-            self.refs.append([len(self.parts), *path])
-        self.parts.append(part)
-
-    def text(self, value: Any, path: Path, reasoning: bool = False, signature: Any = None) -> None:
-        if not isinstance(value, str):
-            return
-        exact = _exact(value)
-        text = value if exact else clean_text(value)
-        if reasoning:
-            sig = signature if isinstance(signature, str) and _exact(signature) else None
-            self.add(ReasoningPart(text=text, signature=sig), path if exact else None)
-        else:
-            self.add(TextPart(text=text), path if exact else None)
-
-
 def to_memvault(message: ModelMessage) -> Message:
     """The memvault message that stores ``message`` exactly (see the module's documentation).
-    Anything but a ``ModelRequest`` or ``ModelResponse`` raises ValidationError."""
+    Anything but a ``ModelRequest`` or ``ModelResponse``, or one Pydantic AI's own
+    ``ModelMessagesTypeAdapter`` cannot write as JSON, raises ValidationError."""
     module = pydantic_ai_messages()
     if not isinstance(message, module.ModelRequest | module.ModelResponse):
         raise ValidationError(
             f"expected a Pydantic AI ModelRequest or ModelResponse, got {type(message).__name__}"
         )
-    dumped = module.ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
-    view = _View()
+    try:
+        dumped = module.ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    except (ValueError, UnicodeError) as exc:  # e.g. a lone surrogate where Pydantic AI cannot write one
+        raise ValidationError(f"Pydantic AI cannot write this message as JSON: {exc}") from None
+    view = View()
     kinds = [p.get("part_kind") for p in dumped["parts"]]
     for k, part in enumerate(dumped["parts"]):
         _view_part(part, k, view)
@@ -130,13 +101,10 @@ def to_memvault(message: ModelMessage) -> Message:
             role = "tool"
         else:
             role = "user"
-    for ref in view.refs:
-        _take(dumped, ref[1:])
-    stored = {"message": dumped, "refs": view.refs}
-    return Message(role=role, parts=view.parts, metadata={KEY: _dumps(stored)})
+    return Message(role=role, parts=view.parts, metadata={KEY: view.stored(dumped)})
 
 
-def _view_part(part: dict[str, Any], k: int, view: _View) -> None:
+def _view_part(part: dict[str, Any], k: int, view: View) -> None:
     kind = part.get("part_kind")
     where: Path = ["parts", k, "content"]
     content = part.get("content")
@@ -157,7 +125,7 @@ def _view_part(part: dict[str, Any], k: int, view: _View) -> None:
                     and isinstance(item.get("url"), str)
                 ):
                     url = item["url"]
-                    if _exact(url):
+                    if exact(url):
                         view.add(ImagePart(url=url), [*where, i, "url"])
     elif kind == "tool-call":
         args = part.get("args")
@@ -167,28 +135,22 @@ def _view_part(part: dict[str, Any], k: int, view: _View) -> None:
             except ValueError:
                 parsed = None
             args = parsed if isinstance(parsed, dict) else args
-        call = part.get("tool_call_id")
-        if (
-            isinstance(call, str)
-            and _exact(call)
-            and call.strip()
-            and _exact(args)
-            and _exact(part.get("tool_name"))
-        ):
-            view.add(ToolCallPart(tool_call_id=call, name=part["tool_name"], args=args or {}))
+        call, name = part.get("tool_call_id"), part.get("tool_name")
+        if _is_id(call) and isinstance(name, str) and exact(name) and exact(args):
+            view.add(ToolCallPart(tool_call_id=call, name=name, args=args or {}))
     elif kind == "retry-feedback":
         view.add(TextPart(text=clean_text(_retry_text(content))))
     elif kind in ("tool-return", "retry-prompt"):
         call, name = part.get("tool_call_id"), part.get("tool_name")
-        ok = isinstance(call, str) and call.strip() and _exact(call) and len(call) <= 256
-        label = name if isinstance(name, str) and _exact(name) else None
+        ok = _is_id(call)
+        label = name if isinstance(name, str) and exact(name) else None
         if kind == "tool-return" and ok:
-            exact = _exact(content)
-            output = content if exact else None
+            whole = exact(content)
+            output = content if whole else None
             failed = part.get("outcome") not in (None, "success")
             view.add(
                 ToolResultPart(tool_call_id=call, output=output, name=label, is_error=failed),
-                where if exact else None,
+                where if whole else None,
             )
         elif kind == "retry-prompt":
             text = _retry_text(content)
@@ -200,25 +162,14 @@ def _view_part(part: dict[str, Any], k: int, view: _View) -> None:
                 view.add(TextPart(text=clean_text(text)))
 
 
+def _is_id(value: Any) -> bool:
+    """Whether ``value`` can be a memvault tool-call id (a non-empty string of at most 256
+    characters, plain text)."""
+    return isinstance(value, str) and bool(value.strip()) and len(value) <= 256 and exact(value)
+
+
 def _retry_text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-
-
-def _take(data: Any, path: Sequence[Any]) -> None:
-    """Blank the value at ``path`` (it is put back from its part on reading)."""
-    for key in path[:-1]:
-        data = data[key]
-    data[path[-1]] = None
-
-
-def _dumps(value: Any) -> str:
-    """JSON text memvault can store: lone surrogates are written as escapes."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, separators=(",", ":"))
-    return text
 
 
 # ---------------------------------------------------------------- back to Pydantic AI
@@ -241,23 +192,7 @@ def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
 
 
 def _stored(message: Message) -> dict[str, Any] | None:
-    raw = message.metadata.get(KEY)
-    if not isinstance(raw, str):
-        return None
-    try:
-        stored = json.loads(raw)
-        item, refs = stored["message"], stored["refs"]
-        for ref in refs:
-            part = message.parts[ref[0]]
-            value = part.output if isinstance(part, ToolResultPart) else getattr(part, "url", None)
-            if isinstance(part, TextPart | ReasoningPart):
-                value = part.text
-            target = item
-            for key in ref[1:-1]:
-                target = target[key]
-            target[ref[-1]] = value
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None  # edited or damaged: read the parts instead
+    item = restore(message, KEY)
     return item if isinstance(item, dict) else None
 
 
