@@ -283,3 +283,38 @@ def test_property_responses_round_trip_exactly(items: list[dict[str, Any]]) -> N
     messages = from_responses(valid(items))
     assert valid(to_responses(messages)) == items
     assert [core(m) for m in from_responses(to_responses(messages))] == [core(m) for m in messages]
+
+
+PARTS = st.one_of(
+    st.builds(TextPart, text=TEXT),
+    st.builds(ImagePart, url=TEXT, detail=st.none() | st.sampled_from(["auto", "low", "high"])),
+    st.builds(FilePart, url=TEXT, name=st.none() | TEXT),
+    st.builds(
+        ToolCallPart, tool_call_id=IDS, name=TEXT, args=st.dictionaries(TEXT, JSON_VALUES, max_size=2) | TEXT
+    ),
+    st.builds(ToolResultPart, tool_call_id=IDS, output=JSON_VALUES, is_error=st.booleans()),
+    st.builds(ReasoningPart, text=TEXT),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            Message,
+            role=st.sampled_from(["user", "system", "assistant", "tool"]),
+            parts=st.lists(PARTS, max_size=4),
+        ),
+        max_size=4,
+    )
+)
+def test_property_memvault_messages_write_valid_items(messages: list[Message]) -> None:
+    try:
+        items = to_responses(messages)
+    except ValidationError as exc:  # the documented refusals only
+        needles = ("belong in assistant messages", "holds text only", "tool-result parts only")
+        assert any(n in str(exc) for n in needles), exc  # noqa: PT017
+        return
+    valid(items)
+    texts = [p.text for m in messages for p in m.parts if isinstance(p, TextPart)]
+    assert [p.text for m in from_responses(items) for p in m.parts if isinstance(p, TextPart)] == texts
