@@ -94,9 +94,11 @@ async def test_a_run_is_saved_and_the_next_run_continues_from_it(any_memory: Mem
 
 async def test_test_model_runs_with_a_loaded_history(any_memory: Memory) -> None:
     history = MemvaultHistory(any_memory, thread_id="t", resource_id="ada")
-    agent = Agent(TestModel(), tools=[weather])
+    agent = Agent(TestModel(), tools=[weather], system_prompt="Be brief.")
     result = await agent.run("hello")
     await history.save(result.new_messages())
+    first = (await any_memory.get_messages(thread_id="t", resource_id="ada"))[0]
+    assert (first.role, first.text) == ("user", "hello")  # the system prompt is not the user's words
     again = await agent.run("again", message_history=await history.load())
     assert again.all_messages()[: len(result.all_messages())] == as_pydantic_ai_keeps_it(
         result.all_messages()

@@ -72,7 +72,8 @@ def memory_instructions(
             found = await memory.recall(
                 resource_id=resource_id, query=query, thread_id=thread_id, options=options
             )
-            if text := recalled_text([hit for hit in found.hits if hit.context or hit.message]):
+            # a hit without context lies in the thread's recent window, which the history has
+            if text := recalled_text([hit for hit in found.hits if hit.context]):
                 sections.append(text)
         return "\n\n".join(s for s in sections if s)
 

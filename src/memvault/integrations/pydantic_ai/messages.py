@@ -8,7 +8,9 @@ history windows, the format converters):
 
 * a request of system prompts only: ``system``; of tool returns (and legacy retry prompts) only:
   ``tool``; any other request: ``user``; a response: ``assistant``;
-* ``SystemPromptPart``, ``UserPromptPart`` texts, ``TextPart``: :class:`TextPart`; image URLs in a
+* ``SystemPromptPart`` (in a request of system prompts only: in a user's request they are kept
+  in the stored JSON only, as they are not the user's words), ``UserPromptPart`` texts,
+  ``TextPart``: :class:`TextPart`; image URLs in a
   user prompt: :class:`ImagePart`; ``ThinkingPart``: :class:`ReasoningPart` (with its signature);
   ``ToolCallPart``: :class:`ToolCallPart` (``args`` the object, or the arguments' text when
   they are not a JSON object); ``ToolReturnPart``: :class:`ToolResultPart` (``output`` the
@@ -87,11 +89,13 @@ def to_memvault(message: ModelMessage) -> Message:
         raise ValidationError(f"Pydantic AI cannot write this message as JSON: {exc}") from None
     view = View()
     kinds = [p.get("part_kind") for p in dumped["parts"]]
+    system_only = bool(kinds) and all(kind == "system-prompt" for kind in kinds)
     for k, part in enumerate(dumped["parts"]):
-        _view_part(part, k, view)
+        if part.get("part_kind") != "system-prompt" or system_only:
+            _view_part(part, k, view)
     role: Role = "assistant"
     if dumped.get("kind") == "request":
-        if kinds and all(kind == "system-prompt" for kind in kinds):
+        if system_only:
             role = "system"
         elif (
             view.parts
