@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import ChatMemoryBuffer, ChatSummaryMemoryBuffer
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from memvault.errors import MissingExtraError, ValidationError
@@ -143,6 +143,24 @@ def test_chat_memory_buffer_keeps_the_conversation_in_memvault(memory: Memory) -
     buffer.reset()
     assert buffer.get_all() == []
     assert memory.get_thread(thread_id="chat-1", resource_id="ada") is None
+
+
+def test_chat_summary_memory_buffer_rewrites_the_thread_with_its_summary(memory: Memory) -> None:
+    store = MemvaultChatStore(memory=memory, resource_id="ada")
+    buffer = ChatSummaryMemoryBuffer.from_defaults(
+        chat_store=store,
+        chat_store_key="chat-1",
+        llm=MockLLM(max_tokens=3),
+        token_limit=8,
+        tokenizer_fn=words,
+    )
+    for text in ("my cat is called Bartholomew", "noted that well", "what else is new", "tell me more now"):
+        buffer.put(user(text))
+    fed = buffer.get()  # summarises the older messages with the LLM and stores the result
+    assert [m.role.value for m in fed] == ["system", "user", "user"]
+    assert [m.content for m in fed][1:] == ["what else is new", "tell me more now"]
+    stored = memory.get_messages(thread_id="chat-1", resource_id="ada")
+    assert [(m.role, m.text) for m in stored] == [(m.role.value, m.content) for m in fed]
 
 
 async def test_a_chat_engine_with_a_buffer_over_memvault(memory: Memory) -> None:
