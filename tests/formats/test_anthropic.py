@@ -325,3 +325,14 @@ def test_property_memvault_messages_write_valid_anthropic(messages: list[Message
     back = from_anthropic(wire)
     texts = [p.text for m in messages for p in m.parts if isinstance(p, TextPart)]
     assert [p.text for m in back for p in m.parts if isinstance(p, TextPart)] == texts
+
+
+def test_a_result_read_without_its_call_keeps_its_recorded_fields() -> None:
+    wire = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": False}]},
+    ]
+    _, result = from_anthropic(wire)
+    assert result.tool_results[0].name == "f"
+    assert to_anthropic([result]) == wire[1:]  # a window holding the result alone
+    assert to_anthropic(from_anthropic(wire[1:])) == wire[1:]

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memvault.model import Part
+from memvault.model import Part, ToolResultPart
 
 __all__ = ["apply", "apply_to_part", "fingerprint", "part_patch", "patch"]
 
@@ -58,8 +58,13 @@ def apply(canonical: Mapping[str, Any], recorded: Any) -> dict[str, Any]:
 
 
 def fingerprint(part: Part) -> str:
-    """A short hash of a part's content (its JSON form), to tell whether it was edited."""
-    text = json.dumps(part.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    """A short hash of a part's content (its JSON form), to tell whether it was edited. A tool
+    result's ``name`` is left out: no wire format writes it (readers restore it from the
+    matching call, which a list may or may not hold)."""
+    dumped = part.model_dump(mode="json")
+    if isinstance(part, ToolResultPart):
+        dumped.pop("name", None)
+    text = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
