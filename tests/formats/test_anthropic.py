@@ -190,6 +190,14 @@ def test_an_edited_part_is_written_fresh_not_with_its_recorded_fields() -> None:
         ),
         ([{"role": "user", "content": [{"type": "thinking", "thinking": "x"}]}], "missing 'signature'"),
         ([{"role": "user", "content": "bad \x00"}], "NUL"),
+        (
+            [{"role": "user", "content": [{"type": "tool_use", "id": "c", "name": "f", "input": {}}]}],
+            "belongs in an assistant message",
+        ),
+        (
+            [{"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "c"}]}],
+            "belongs in a user message",
+        ),
     ],
 )
 def test_from_anthropic_rejects_bad_input(items: Any, needle: str) -> None:

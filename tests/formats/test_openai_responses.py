@@ -170,6 +170,10 @@ def test_edited_arguments_win_over_the_recorded_text() -> None:
         ([{"role": "user", "content": [{"type": "input_audio"}]}], "'input_audio' is not supported"),
         ([{"role": "user", "content": [{"type": "input_image", "detail": "auto"}]}], "needs one of"),
         ([{"role": "user", "content": "bad \x00"}], "NUL"),
+        (
+            [{"role": "assistant", "content": [{"type": "input_image", "detail": "auto", "image_url": "u"}]}],
+            "an assistant message holds text only",
+        ),
     ],
 )
 def test_from_responses_rejects_bad_input(items: Any, needle: str) -> None:

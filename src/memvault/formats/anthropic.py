@@ -137,6 +137,11 @@ def _read_block(block: Mapping[str, Any], where: str, role: str, names: Mapping[
     kind = block["type"]
     if role == "system" and kind != "text":
         raise ValidationError(f"{where}: a system message holds text blocks only, not {kind!r}")
+    if (kind, role) in (("tool_use", "user"), ("tool_result", "assistant")):
+        side = "assistant" if kind == "tool_use" else "user"
+        raise ValidationError(
+            f"{where}: a {kind} block belongs in a{'n' * (side == 'assistant')} {side} message"
+        )
     if kind == "text":
         return TextPart(text=string(mapping(block, where, ("text",))["text"], f"{where}.text"))
     if kind in ("image", "document"):

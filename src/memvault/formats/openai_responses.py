@@ -164,6 +164,10 @@ def _read_message(item: Mapping[str, Any], meta: dict[str, Any]) -> Message:
         for j, raw in enumerate(list_of(content, "content parts", "content")):
             block = mapping(raw, f"content[{j}]", ("type",))
             part = _read_block(block, f"content[{j}]")
+            if role == "assistant" and not isinstance(part, TextPart):
+                raise ValidationError(
+                    f"content[{j}]: an assistant message holds text only, not {part.type!r}"
+                )
             if (found := part_patch(part, block, _write_block(part, role))) is not None:
                 patches[str(j)] = found
             parts.append(part)
