@@ -25,10 +25,16 @@ EXTRAS: dict[str, str] = {
     "mcp": "mcp",
     "agents": "agents",
     "sqlcipher3": "encryption",
+    "pydantic_ai": "pydantic-ai",
+    "llama_index": "llama-index",
 }
 """Each optional package (its import name) and the extra that installs it."""
 
-DISTRIBUTIONS: dict[str, str] = {"sqlcipher3": "sqlcipher3-binary"}
+DISTRIBUTIONS: dict[str, str] = {
+    "sqlcipher3": "sqlcipher3-binary",
+    "pydantic_ai": "pydantic-ai-slim",
+    "llama_index": "llama-index-core",
+}
 """The name to ``pip install`` of an optional package whose name differs from its import name
 (beyond ``_`` for ``-``)."""
 

@@ -72,7 +72,7 @@ from memvault.stores.checkpoints import CheckpointStore, require_checkpoints
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.items import ItemStore, require_items
 from memvault.telemetry import traced
-from memvault.transfer import jsonl
+from memvault.transfer import importer, jsonl, seeds
 from memvault.transfer.copier import messages_of
 from memvault.transfer.reserved import KEY_OWNER, KEYS_RESOURCE, MAX_KEYS, RESERVED_RESOURCES
 from memvault.transfer.stats import resource_stats
@@ -568,6 +568,20 @@ class Memory:
         for thread in existing:
             await self.delete_thread(thread_id=thread.id, resource_id=thread.resource_id)
         return await jsonl.import_records(store, records, progress=progress)
+
+    @traced("import_from")
+    async def import_from(self, source: str, *, progress: seeds.Progress | None = None) -> seeds.ImportReport:
+        """Import another system's memory database: ``source`` is ``"voltagent:PATH"`` or
+        ``"mastra:PATH"`` (``PATH`` may be a ``file:`` URL) naming a local LibSQL/SQLite file
+        (:mod:`memvault.transfer.voltagent`, :mod:`memvault.transfer.mastra` give the mapping).
+        The whole source is read and checked before the first write. Idempotent: records keep
+        the source's ids, so importing again updates them in place and changes nothing (messages
+        added here since are kept). Returns the counts carried and what was not carried, with
+        reasons. ``progress`` is called with (records done, records in all). Embeddings are not
+        built: run :meth:`reindex` with an embedder."""
+        store = require_complete(self.store)
+        progress = arguments.callback(progress, "progress")
+        return await importer.import_source(store, source, progress=progress)
 
     @traced("clear_embeddings")
     async def clear_embeddings(self) -> int:

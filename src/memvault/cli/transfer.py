@@ -1,9 +1,12 @@
-"""``memvault export`` and ``memvault import``: a store's records as JSON Lines.
+"""``memvault export`` and ``memvault import``: a store's records as JSON Lines, and
+``memvault import --from SYSTEM:PATH``: another system's memory database.
 
 The format and its rules are :mod:`memvault.transfer.jsonl`'s; these commands only open the
 store, show progress and print the counts (:meth:`memvault.Memory.export_records`,
 :meth:`memvault.Memory.import_records`). A thread the target already has is refused (nothing is
 written) unless ``--force``, which deletes it first so that it becomes exactly the exported one.
+``--from`` (:meth:`memvault.Memory.import_from`) merges by the source's ids instead: running it
+again changes nothing; it prints what it carried and what it could not.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from memvault.cli.common import AsJson, Db, emit, fail, run
 from memvault.errors import ThreadExistsError, ValidationError
 from memvault.memory import Memory
 from memvault.transfer.jsonl import Progress, parse_records
+from memvault.transfer.seeds import ImportReport
 
 _PLURAL = {"thread": "threads", "message": "messages", "summary": "summaries",
            "working_memory": "working memories", "state": "states"}
@@ -83,24 +87,60 @@ async def _export(
 
 
 def import_(
-    source: Annotated[Path, typer.Argument(help="A JSON Lines file written by `memvault export`.",
-                                           exists=True, dir_okay=False, readable=True)],
+    source: Annotated[Path | None, typer.Argument(help="A JSON Lines file written by `memvault export`.",
+                                                  exists=True, dir_okay=False, readable=True)] = None,
+    from_: Annotated[str | None, typer.Option(
+        "--from", metavar="SYSTEM:PATH", help="Import another system's memory database instead: "
+        "voltagent:PATH or mastra:PATH (PATH may be a file: URL).")] = None,
     force: Annotated[bool, typer.Option(
         help="Replace the threads the store already has (default: refuse and write nothing).")] = False,
     db: Db = None,
     as_json: AsJson = False,
 ) -> None:
-    """Load a file written by `memvault export`, every record exactly as it was.
+    """Load a file written by `memvault export`, every record exactly as it was, or (--from)
+    another system's memory database.
 
     Messages are renumbered 1..n per thread (their order, ids and times are kept). A thread the
     store already has is an error and nothing is written, unless --force, which replaces it;
-    working memories and states in the file overwrite the store's."""
+    working memories and states in the file overwrite the store's.
+
+    --from voltagent:PATH or mastra:PATH reads a VoltAgent or Mastra LibSQL file (read-only):
+    users or resources, conversations or threads, messages with their parts, working memory
+    (both scopes) and workflow states. It keeps the source's ids and merges: running it again
+    changes nothing. It prints the counts and what it could not carry."""
+    if (source is None) == (from_ is None):
+        fail("give a file written by `memvault export`, or --from SYSTEM:PATH (one of them)")
+    if from_ is not None:
+        if force:
+            fail("--force is for files of `memvault export`; --from merges by id and needs none")
+        report = run(_import_from(db, from_, not as_json))
+        if as_json:
+            emit(report.as_dict())
+        else:
+            typer.echo(_reported(report))
+        return
+    assert source is not None
     records = _read(source)
     counts = run(_import(db, records, force, not as_json))
     if as_json:
         emit(counts)
     else:
         typer.echo(f"imported {_counted(counts)}")
+
+
+def _reported(report: ImportReport) -> str:
+    counts = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in report.counts.items())
+    lines = [f"imported from {report.system} {report.source}: {counts}"]
+    if report.not_carried:
+        lines.append("not carried:")
+        lines += [f"  {n:,} {reason}" for reason, n in report.not_carried.items()]
+    return "\n".join(lines)
+
+
+async def _import_from(url: str | None, source: str, show: bool) -> ImportReport:
+    async with await Memory.open(url) as memory:
+        with _progress(show, "records") as progress:
+            return await memory.import_from(source, progress=progress)
 
 
 def _read(source: Path) -> list[dict[str, Any]]:

@@ -213,5 +213,6 @@ class Memory:
     count_messages = _twin(AsyncMemory.count_messages)
     export_records = _twin(AsyncMemory.export_records)
     import_records = _twin(AsyncMemory.import_records)
+    import_from = _twin(AsyncMemory.import_from)
     clear_embeddings = _twin(AsyncMemory.clear_embeddings)
     read_turn = _twin(AsyncMemory.read_turn)

@@ -1,0 +1,76 @@
+"""Small helpers the wire-format converters share: typed field reads, data: URLs, the parts
+a converter leaves out, and the metadata patches of :mod:`memvault.formats.fidelity`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memvault.errors import ValidationError
+from memvault.model import Message, Part, UnknownPart, UnreadablePart
+
+__all__ = ["data_url", "dumps", "list_of", "mapping", "readable_messages", "split_data_url", "string"]
+
+_DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text (non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def mapping(value: Any, where: str, required: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    """``value`` when it is a mapping holding ``required``; else ValidationError naming ``where``."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where} must be a mapping (dict), got {type(value).__name__}")
+    if missing := [k for k in required if k not in value]:
+        raise ValidationError(f"{where} is missing {', '.join(map(repr, missing))}")
+    return value
+
+
+def string(value: Any, where: str) -> str:
+    """``value`` when it is a string; else ValidationError naming ``where``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+def list_of(items: Any, what: str, call: str) -> list[Any]:
+    """``items`` as a list; a single mapping, string or bytes is refused (wrap it in a list)."""
+    if isinstance(items, Mapping | str | bytes | Message) or not isinstance(items, Iterable):
+        raise ValidationError(f"{call} takes a list of {what}; wrap one in a list")
+    return list(items)
+
+
+def data_url(media_type: str, data: str) -> str:
+    """``data:<media_type>;base64,<data>``."""
+    return f"data:{media_type};base64,{data}"
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """``(media_type, data)`` of a base64 ``data:`` URL, else ``None``."""
+    found = _DATA_URL.fullmatch(url)
+    return (found.group(1), found.group(2)) if found else None
+
+
+Numbered = list[tuple[int, Part]]
+
+
+def readable_messages(messages: Any, call: str) -> list[tuple[int, Message, Numbered]]:
+    """Each Message with its parts numbered by their place in ``message.parts``, leaving out
+    the parts this memvault cannot read (:class:`UnknownPart`, :class:`UnreadablePart`) and
+    a message left with no part by that. Anything but Messages is refused."""
+    out: list[tuple[int, Message, Numbered]] = []
+    for i, message in enumerate(list_of(messages, "Messages", call)):
+        if not isinstance(message, Message):
+            kind = type(message).__name__
+            raise ValidationError(f"message [{i}] is a {kind}, not a Message; use Message.parse")
+        parts: Numbered = [
+            (j, p) for j, p in enumerate(message.parts) if not isinstance(p, UnknownPart | UnreadablePart)
+        ]
+        if message.parts and not parts:
+            continue
+        out.append((i, message, parts))
+    return out
