@@ -68,7 +68,9 @@ from memvault.stores.capabilities import (
     supports_states,
     supports_summaries,
 )
+from memvault.stores.checkpoints import CheckpointStore, require_checkpoints
 from memvault.stores.closing import refuses_when_closed
+from memvault.stores.items import ItemStore, require_items
 from memvault.telemetry import traced
 from memvault.transfer import importer, jsonl, seeds
 from memvault.transfer.copier import messages_of
@@ -342,7 +344,8 @@ class Memory:
     @traced("delete_resource")
     async def delete_resource(self, *, resource_id: str) -> Deleted:
         """Delete everything of a resource in one transaction: threads, messages, derived data,
-        working memory and states; and, first, the API keys bound to it (the key records of
+        working memory, states, graph checkpoints and long-term items (counted in ``extra``:
+        ``checkpoints``, ``items``); and, first, the API keys bound to it (the key records of
         :data:`~memvault.transfer.reserved.KEYS_RESOURCE` naming it, counted in
         ``extra["api_keys"]``), so its keys stop working. Erasure is real: once this returns the
         deleted text cannot be read back from the store's files, except on a store that needs
@@ -716,6 +719,20 @@ class Memory:
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return wm.tool_definition(self.options.working_memory)
+
+    # graph checkpoints and long-term items (memvault.integrations.langgraph)
+
+    def checkpoint_store(self) -> CheckpointStore:
+        """The store's graph checkpoints (:mod:`memvault.stores.checkpoints`), what
+        :class:`~memvault.integrations.langgraph.MemvaultSaver` keeps; every call names its
+        resource. :class:`ConfigurationError` for a store without them."""
+        return require_checkpoints(self.store)
+
+    def item_store(self) -> ItemStore:
+        """The store's long-term items (:mod:`memvault.stores.items`), what
+        :class:`~memvault.integrations.langgraph.MemvaultStore` keeps; every call names its
+        resource. :class:`ConfigurationError` for a store without them."""
+        return require_items(self.store)
 
     # agent and workflow states
 

@@ -1,5 +1,5 @@
-"""Stores for the Agents SDK session tests: ``memory://``, a real SQLite file and a real
-PostgreSQL schema (dropped afterwards)."""
+"""Stores for the framework integrations' tests (Agents SDK, LangGraph): ``memory://``, a real
+SQLite file and a real PostgreSQL schema (dropped afterwards)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _url(kind: str, tmp_path: Path) -> tuple[str, str | None, str | None]:
         return "memory://", None, None
     if kind == "sqlite":
         return f"sqlite:///{tmp_path}/agents.db", None, None
-    base = postgres_url("the Agents SDK session over PostgreSQL")
+    base = postgres_url("the framework integrations over PostgreSQL")
     schema = f"memvault_test_{uuid.uuid4().hex[:16]}"
     return with_schema(base, schema), base, schema
 

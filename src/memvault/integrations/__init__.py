@@ -6,6 +6,8 @@
   ``memory_instructions`` and ``memory_toolset`` (``pip install 'memvault[pydantic-ai]'``).
 * :mod:`memvault.integrations.llama_index`: ``MemvaultChatStore``, a LlamaIndex chat store
   (``pip install 'memvault[llama-index]'``).
+* :mod:`memvault.integrations.langgraph`: :class:`MemvaultSaver` (a LangGraph checkpointer) and
+  :class:`MemvaultStore` (a LangGraph long-term store) (``pip install 'memvault[langgraph]'``).
 
 Each adapter imports its framework only when used, so importing this package costs nothing.
 """

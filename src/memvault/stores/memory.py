@@ -36,6 +36,7 @@ from memvault.stores.common import (
     encode_cursor,
     to_micros,
 )
+from memvault.stores.graph_memory import GraphTables
 
 
 @dataclass
@@ -61,7 +62,7 @@ class _Resource:
 
 
 @refuses_when_closed()
-class InMemoryStore:
+class InMemoryStore(GraphTables):
     """A :class:`~memvault.stores.base.Store` kept in dictionaries. ``memory://`` opens one."""
 
     def __init__(self) -> None:
@@ -235,14 +236,16 @@ class InMemoryStore:
 
     async def delete_resource(self, resource_id: str) -> Deleted:
         self._retention.pop(resource_id, None)
+        graph = self._forget_graph(resource_id)
         resource = self._resources.pop(resource_id, None)
         if resource is None:
-            return Deleted()
+            return Deleted(extra=graph)
         return Deleted(
             threads=len(resource.threads),
             messages=sum(len(r.messages) for r in resource.threads.values()),
             working_memories=len(resource.working_memory),
             states=len(resource.states),
+            extra=graph,
         )
 
     # retention (memvault.stores.capabilities.Retention)

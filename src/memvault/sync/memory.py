@@ -24,6 +24,8 @@ from memvault.errors import StoreClosedError
 from memvault.memory import Memory as AsyncMemory
 from memvault.options import MemoryOptions
 from memvault.recall import RecallReader
+from memvault.stores.checkpoints import CheckpointStore
+from memvault.stores.items import ItemStore
 from memvault.vectors.base import VectorIndex
 
 if TYPE_CHECKING:
@@ -164,6 +166,16 @@ class Memory:
     def working_memory_tool(self) -> dict[str, Any]:
         """The ``update_working_memory`` tool definition, OpenAI function format."""
         return self.aio.working_memory_tool()
+
+    def checkpoint_store(self) -> CheckpointStore:
+        return self.aio.checkpoint_store()
+
+    checkpoint_store.__doc__ = AsyncMemory.checkpoint_store.__doc__
+
+    def item_store(self) -> ItemStore:
+        return self.aio.item_store()
+
+    item_store.__doc__ = AsyncMemory.item_store.__doc__
 
     create_thread = _twin(AsyncMemory.create_thread)
     get_thread = _twin(AsyncMemory.get_thread)

@@ -159,6 +159,52 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX applied_ops_by_age ON applied_ops (applied_us);
     """,
+    # 7: graph checkpoints, their pending writes and long-term items (LangGraph's checkpointer
+    # and store, :mod:`memvault.stores.graph_sql`), per resource; deleted with it.
+    """
+    CREATE TABLE graph_checkpoints (
+        resource_id text COLLATE "C" NOT NULL,
+        thread_id text COLLATE "C" NOT NULL,
+        ns text COLLATE "C" NOT NULL,
+        checkpoint_id text COLLATE "C" NOT NULL,
+        parent_id text COLLATE "C",
+        run_id text COLLATE "C",
+        checkpoint_type text NOT NULL,
+        checkpoint bytea NOT NULL,
+        metadata_type text NOT NULL,
+        metadata bytea NOT NULL,
+        PRIMARY KEY (resource_id, thread_id, ns, checkpoint_id)
+    );
+    CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (resource_id, run_id)
+        WHERE run_id IS NOT NULL;
+    CREATE TABLE graph_writes (
+        resource_id text COLLATE "C" NOT NULL,
+        thread_id text COLLATE "C" NOT NULL,
+        ns text COLLATE "C" NOT NULL,
+        checkpoint_id text COLLATE "C" NOT NULL,
+        task_id text COLLATE "C" NOT NULL,
+        idx integer NOT NULL,
+        channel text NOT NULL,
+        value_type text NOT NULL,
+        value bytea NOT NULL,
+        task_path text COLLATE "C" NOT NULL,
+        PRIMARY KEY (resource_id, thread_id, ns, checkpoint_id, task_id, idx)
+    );
+    CREATE TABLE graph_items (
+        resource_id text COLLATE "C" NOT NULL,
+        namespace text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        value text NOT NULL,
+        created_us bigint NOT NULL,
+        updated_us bigint NOT NULL,
+        expires_us bigint,
+        ttl_minutes double precision,
+        words text NOT NULL,
+        vector bytea NOT NULL,
+        PRIMARY KEY (resource_id, namespace, key)
+    );
+    CREATE INDEX graph_items_by_expiry ON graph_items (expires_us) WHERE expires_us IS NOT NULL;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

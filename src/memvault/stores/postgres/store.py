@@ -40,6 +40,7 @@ from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
+from memvault.stores.postgres import graph as _graph
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import purge as _purge
 from memvault.stores.postgres import records as _records
@@ -49,6 +50,7 @@ from memvault.stores.postgres import summaries as _summaries
 from memvault.stores.postgres import threads as _threads
 from memvault.stores.postgres import vectors as _vectors
 from memvault.stores.postgres.db import Database, reason, set_search_path
+from memvault.stores.postgres.graph_store import PostgresGraph
 from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
 
@@ -57,7 +59,7 @@ DEFAULT_CONNECT_TIMEOUT = 10
 
 
 @refuses_when_closed()
-class PostgresStore:
+class PostgresStore(PostgresGraph):
     """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`.
 
     Once closed, every call raises :class:`~memvault.errors.StoreClosedError` at once
@@ -145,7 +147,7 @@ class PostgresStore:
         return await self._db.write(_messages.clear_thread, resource_id, thread_id)
 
     async def delete_resource(self, resource_id: str) -> Deleted:
-        return await self._db.write(_threads.delete_resource, resource_id)
+        return await self._db.write(_graph.delete_resource, resource_id)
 
     async def purge(self) -> dict[str, Any]:
         """Make deleted rows unrecoverable from the table files: ``VACUUM FULL`` of every table

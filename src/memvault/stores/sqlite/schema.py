@@ -206,6 +206,52 @@ MIGRATIONS: tuple[str, ...] = (
         max_age_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 8: graph checkpoints, their pending writes and long-term items (LangGraph's checkpointer
+    # and store, :mod:`memvault.stores.graph_sql`), per resource; deleted with it.
+    """
+    CREATE TABLE graph_checkpoints (
+        resource_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        parent_id TEXT,
+        run_id TEXT,
+        checkpoint_type TEXT NOT NULL,
+        checkpoint BLOB NOT NULL,
+        metadata_type TEXT NOT NULL,
+        metadata BLOB NOT NULL,
+        PRIMARY KEY (resource_id, thread_id, ns, checkpoint_id)
+    );
+    CREATE INDEX graph_checkpoints_by_run ON graph_checkpoints (resource_id, run_id)
+        WHERE run_id IS NOT NULL;
+    CREATE TABLE graph_writes (
+        resource_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        value_type TEXT NOT NULL,
+        value BLOB NOT NULL,
+        task_path TEXT NOT NULL,
+        PRIMARY KEY (resource_id, thread_id, ns, checkpoint_id, task_id, idx)
+    );
+    CREATE TABLE graph_items (
+        resource_id TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        created_us INTEGER NOT NULL,
+        updated_us INTEGER NOT NULL,
+        expires_us INTEGER,
+        ttl_minutes REAL,
+        words TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (resource_id, namespace, key)
+    );
+    CREATE INDEX graph_items_by_expiry ON graph_items (expires_us) WHERE expires_us IS NOT NULL;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

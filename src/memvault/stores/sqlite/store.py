@@ -47,6 +47,7 @@ from memvault.stores.common import check_limit, check_query, decode_cursor, save
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
+from memvault.stores.sqlite import graph as _graph
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
 from memvault.stores.sqlite import retention as _retention
@@ -56,6 +57,7 @@ from memvault.stores.sqlite import threads as _threads
 from memvault.stores.sqlite import vectors as _vectors
 from memvault.stores.sqlite.erase import erasing
 from memvault.stores.sqlite.failures import index_write_failed, is_memory
+from memvault.stores.sqlite.graph_store import SqliteGraph
 from memvault.stores.sqlite.schema import (
     check_version,
     index_pending,
@@ -71,7 +73,7 @@ _T = TypeVar("_T")
 _DELETE_THREAD = erasing(_threads.delete_thread)
 _DELETE_MESSAGES = erasing(_messages.delete_messages)
 _CLEAR_THREAD = erasing(_messages.clear_thread)
-_DELETE_RESOURCE = erasing(_threads.delete_resource)
+_DELETE_RESOURCE = erasing(_graph.delete_resource)
 _EXPIRE_MESSAGES = erasing(_retention.expire_messages)
 SMALL_READ = 200
 """A read of at most this many newest or oldest messages (a history window) runs on the caller's
@@ -81,7 +83,7 @@ INDEX_BATCH = 512
 
 
 @refuses_when_closed()
-class SqliteStore:
+class SqliteStore(SqliteGraph):
     """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`.
 
     ``path``: the file (missing folders are created), or ``":memory:"`` for an in-process
