@@ -105,10 +105,9 @@ def embeddings_of(
     return [
         (r[0], r[1], bytes(r[2]))
         for r in conn.execute(
-            "WITH k(t, i) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')"
-            " FROM json_each(?))"
-            " SELECT m.thread_id, m.id, v.vector FROM k"
-            " JOIN messages AS m ON m.resource_id = ? AND m.thread_id = k.t AND m.id = k.i"
+            "SELECT m.thread_id, m.id, v.vector FROM json_each(?) AS k"
+            " CROSS JOIN messages AS m ON m.resource_id = ?"  # CROSS JOIN: the keys drive
+            " AND m.thread_id = json_extract(k.value, '$[0]') AND m.id = json_extract(k.value, '$[1]')"
             " JOIN message_vectors AS v ON v.message_rowid = m.rowid",
             (keys, resource_id),
         )
