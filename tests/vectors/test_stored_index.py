@@ -265,7 +265,9 @@ async def test_a_resources_hits_and_scores_do_not_depend_on_other_resources(
         await store.close()
 
 
-async def test_bad_arguments_raise_validation_errors(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_bad_arguments_raise_validation_errors(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for bad in ({"memory_budget": 0}, {"oversample": 0}, {"min_candidates": -1}):
         with pytest.raises(ValidationError):
             StoredIndex(store, DIMS, **bad)  # type: ignore[arg-type]
