@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.vectors.partition import Rows, similarities
+from memvault.vectors.partition import Rows
 
 ROW_OVERHEAD = 150
 """Bytes a row costs beyond its codes, scale and thread code, roughly: its message id (a Python
@@ -27,17 +27,17 @@ tracemalloc on 100k rows: 130-160 bytes for 10- to 36-character ids)."""
 
 _MIN_CAPACITY = 16
 _SWAP_REMOVE_MAX = 64
-_CHUNK = 8192  # rows converted to float32 at a time while scanning (12 MB at 384 dimensions)
 
 
 def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
     """int8 codes and per-row scales of unit-length rows (each row's largest magnitude maps to
     127)."""
-    peak = np.abs(matrix).max(axis=1)
-    scales = (peak / 127.0).astype(np.float32)
+    scales = np.abs(matrix).max(axis=1)
+    scales /= 127.0
     scales[scales == 0] = 1.0
-    codes = np.rint(matrix / scales[:, None]).astype(np.int8)
-    return codes, scales
+    scaled = matrix / scales[:, None]
+    codes = np.rint(scaled, out=scaled).astype(np.int8)
+    return codes, scales.astype(np.float32, copy=False)
 
 
 class QuantizedPartition:
@@ -79,17 +79,12 @@ class QuantizedPartition:
 
     def scores(self, query: NDArray[np.float32], rows: Rows | None = None) -> NDArray[np.float32]:
         """Approximate cosine similarities of ``query`` (unit length) to every live row, or to
-        ``rows``: int8 codes converted to float32 a chunk at a time, one dot product per row."""
-        count = self.size if rows is None else int(rows.size)
-        out = np.empty(count, dtype=np.float32)
-        buffer = np.empty((min(_CHUNK, max(count, 1)), self.codes.shape[1]), dtype=np.float32)
-        for start in range(0, count, _CHUNK):
-            end = min(start + _CHUNK, count)
-            block = (self.codes[start:end] if rows is None
-                     else np.take(self.codes, rows[start:end], axis=0))
-            converted = buffer[: end - start]
-            np.copyto(converted, block, casting="unsafe")
-            out[start:end] = similarities(converted, query)
+        ``rows``: one ``einsum`` over the int8 codes, cast to float32 as it streams (a quarter
+        of float32's memory traffic: measured as fast as the float32 scan or faster), times
+        each row's scale."""
+        codes = self.codes[: self.size] if rows is None else np.take(self.codes, rows, axis=0)
+        out: NDArray[np.float32] = np.einsum("ij,j->i", codes, query, dtype=np.float32,
+                                             casting="unsafe")
         out *= self.scales[: self.size] if rows is None else self.scales[rows]
         return out
 
@@ -132,6 +127,24 @@ class QuantizedPartition:
                 (self.thread_code[thread_ids[p]] for p in new_positions),
                 dtype=np.int32, count=len(new_positions))
             self.size = end
+
+    def append(self, thread_ids: list[str], message_ids: list[str],
+               matrix: NDArray[np.float32]) -> None:
+        """Append rows whose keys are distinct and not in this partition yet (a load's pages):
+        :meth:`put` without the lookups."""
+        count = len(message_ids)
+        if not count:
+            return
+        self._thread_rows.clear()
+        start, end = self.size, self.size + count
+        self._reserve(end)
+        codes = [self._code(t) for t in thread_ids]
+        for row, (code, message_id) in enumerate(zip(codes, message_ids, strict=True), start):
+            self._row_of[code][message_id] = row
+        self.message_ids.extend(message_ids)
+        self.codes[start:end], self.scales[start:end] = quantize(matrix)
+        self.threads[start:end] = codes
+        self.size = end
 
     def remove_messages(self, thread_id: str, message_ids: list[str]) -> int:
         """Remove these messages of the thread; returns how many were here."""

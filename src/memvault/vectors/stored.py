@@ -31,12 +31,13 @@ about 0.35x the float32 bytes with its bookkeeping) and uses it only to pick can
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,7 +57,7 @@ DEFAULT_BUDGET = 1 << 30
 BUDGET_VARIABLE = "MEMVAULT_VECTOR_MEMORY_MB"
 """Environment variable giving the default ``memory_budget`` in megabytes (MiB)."""
 
-_PAGE = 10_000
+_PAGE = 5_000  # rows read per page while loading (about 8 MB of float32 at 384 dimensions)
 
 
 @runtime_checkable
@@ -96,6 +97,24 @@ def budget_from_environment() -> int:
     if not megabytes > 0:
         raise ValidationError(f"{BUDGET_VARIABLE} must be a positive number of megabytes, got {raw!r}")
     return int(megabytes * (1 << 20))
+
+
+def _release_freed_memory() -> None:
+    """Give the pages freed by a load (its pages of rows, thousands of small blobs) back to the
+    system: glibc keeps them in its heap otherwise, and a 100k-vector load left about twice the
+    partition's size resident. ``malloc_trim`` where the C library has it (glibc), else
+    nothing."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            _TRIM = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None  # the C library's malloc_trim once looked up; False where there is none
 
 
 def _unit_rows(blobs: Sequence[bytes], dimensions: int) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
@@ -276,10 +295,12 @@ class StoredIndex:
             if not page:
                 break
             after = (page[-1][0], page[-1][1])
-            await self._run(len(page) * self._dimensions, functools.partial(self._put, partition, page))
+            await self._run(len(page) * self._dimensions,
+                            functools.partial(self._put, partition, page, fresh=True))
             if len(page) < _PAGE:
                 break
         self.loads += 1
+        _release_freed_memory()
         with self._lock:
             for op in self._pending.pop(resource_id):
                 op(partition)
@@ -291,10 +312,13 @@ class StoredIndex:
     def _put_rows(self, rows: Sequence[tuple[str, str, bytes]], partition: QuantizedPartition) -> None:
         self._put(partition, rows)
 
-    def _put(self, partition: QuantizedPartition, rows: Sequence[tuple[str, str, bytes]]) -> None:
+    def _put(self, partition: QuantizedPartition, rows: Sequence[tuple[str, str, bytes]],
+             *, fresh: bool = False) -> None:
+        """Quantise and write these rows; ``fresh``: a load's page (distinct new keys)."""
         matrix, usable = _unit_rows([blob for _, _, blob in rows], self._dimensions)
-        kept = [row for row, ok in zip(rows, usable.tolist(), strict=True) if ok]
-        partition.put([r[0] for r in kept], [r[1] for r in kept], matrix)
+        kept = rows if usable.all() else [r for r, ok in zip(rows, usable.tolist(), strict=True) if ok]
+        write = partition.append if fresh else partition.put
+        write([r[0] for r in kept], [r[1] for r in kept], matrix)
 
     def _evict(self, keep: str) -> None:
         total = self.resident_bytes
