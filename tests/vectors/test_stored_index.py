@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +32,7 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
-async def _fill(store: SqliteStore, resource_id: str, vectors: np.ndarray, threads: int = 3,
+async def _fill(store: Any, resource_id: str, vectors: np.ndarray, threads: int = 3,
                 prefix: str = "m") -> list[tuple[str, str]]:
     """Save one message per vector (spread over ``threads`` threads) and store the vectors;
     returns the ``(thread_id, message_id)`` keys, row ``i`` for vector ``i``."""
@@ -52,23 +54,38 @@ def _exact_top(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    opened = await SqliteStore.open(tmp_path / "v.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """A fresh store of each kind that reads a resource's vectors (PostgreSQL: in a schema of
+    its own on the test server, dropped afterwards)."""
+    if request.param == "sqlite":
+        opened: Any = await SqliteStore.open(tmp_path / "v.db")
+        try:
+            yield opened
+        finally:
+            await opened.close()
+        return
+    from memvault.stores.postgres import PostgresStore
+    from postgres_server import drop_schema, postgres_url, with_schema
+
+    server = postgres_url("the stored vector index's PostgreSQL tests")
+    schema = f"memvault_stored_{uuid.uuid4().hex[:12]}"
+    opened = await PostgresStore.open(with_schema(server, schema))
     try:
         yield opened
     finally:
         await opened.close()
+        await drop_schema(server, schema)
 
 
-async def test_the_sqlite_store_is_a_vector_source(store: SqliteStore) -> None:
+async def test_the_stores_are_vector_sources(store: Any) -> None:
     assert isinstance(store, VectorSource)
     assert await store.embedding_cursor() == 0
     await _fill(store, "ada", np.random.default_rng(0).standard_normal((5, DIMS)))
     assert await store.embedding_cursor() == max(r[0] for r in await store.load_embeddings())
 
 
-async def test_nothing_is_read_until_a_resource_is_searched(store: SqliteStore) -> None:
+async def test_nothing_is_read_until_a_resource_is_searched(store: Any) -> None:
     rng = np.random.default_rng(1)
     ada = rng.standard_normal((300, DIMS))
     await _fill(store, "ada", ada)
@@ -83,7 +100,7 @@ async def test_nothing_is_read_until_a_resource_is_searched(store: SqliteStore) 
 
 
 async def test_hits_are_exact_and_recall_at_10_against_brute_force_is_at_least_099(
-    store: SqliteStore,
+    store: Any,
 ) -> None:
     rng = np.random.default_rng(2)
     vectors = rng.standard_normal((6000, DIMS)).astype(np.float32)
@@ -102,7 +119,7 @@ async def test_hits_are_exact_and_recall_at_10_against_brute_force_is_at_least_0
     assert found / (10 * len(queries)) >= 0.99
 
 
-async def test_a_thread_filter_searches_that_thread_only(store: SqliteStore) -> None:
+async def test_a_thread_filter_searches_that_thread_only(store: Any) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((3000, DIMS)).astype(np.float32)
     keys = await _fill(store, "ada", vectors, threads=3)
@@ -117,7 +134,7 @@ async def test_a_thread_filter_searches_that_thread_only(store: SqliteStore) -> 
 
 
 async def test_the_budget_evicts_the_least_recently_searched_and_a_reload_answers_the_same(
-    store: SqliteStore,
+    store: Any,
 ) -> None:
     rng = np.random.default_rng(4)
     data = {name: rng.standard_normal((400, DIMS)) for name in ("ada", "bob", "cy")}
@@ -143,7 +160,7 @@ async def test_the_budget_evicts_the_least_recently_searched_and_a_reload_answer
     assert list(tiny.loaded()) == ["ada"]
 
 
-async def test_writes_and_deletes_keep_a_loaded_resource_in_step(store: SqliteStore) -> None:
+async def test_writes_and_deletes_keep_a_loaded_resource_in_step(store: Any) -> None:
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((500, DIMS))
     await _fill(store, "ada", vectors)
@@ -187,7 +204,7 @@ class _Paused:
     """A source whose first page of ``resource_id`` waits for ``go``, so a test can write and
     delete while that resource loads."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Any) -> None:
         self.store = store
         self.started = asyncio.Event()
         self.go = asyncio.Event()
@@ -207,7 +224,7 @@ class _Paused:
         return await self.store.embeddings_of(resource_id, keys)
 
 
-async def test_writes_and_deletes_during_a_load_are_replayed_on_it(store: SqliteStore) -> None:
+async def test_writes_and_deletes_during_a_load_are_replayed_on_it(store: Any) -> None:
     rng = np.random.default_rng(6)
     vectors = rng.standard_normal((100, DIMS)).astype(np.float32)
     await _fill(store, "ada", vectors)
@@ -231,7 +248,7 @@ async def test_writes_and_deletes_during_a_load_are_replayed_on_it(store: Sqlite
     assert index.loads == 1 and index.loaded() == {"ada": 100}
 
 
-async def test_a_vector_deleted_by_another_process_is_never_a_hit(store: SqliteStore) -> None:
+async def test_a_vector_deleted_by_another_process_is_never_a_hit(store: Any) -> None:
     vectors = np.random.default_rng(7).standard_normal((50, DIMS))
     await _fill(store, "ada", vectors)
     index = StoredIndex(store, DIMS)
@@ -266,7 +283,7 @@ async def test_a_resources_hits_and_scores_do_not_depend_on_other_resources(
 
 
 async def test_bad_arguments_raise_validation_errors(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+    store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for bad in ({"memory_budget": 0}, {"oversample": 0}, {"min_candidates": -1}):
         with pytest.raises(ValidationError):
