@@ -366,16 +366,19 @@ class StoredIndex:
 
     async def _apply(self, resource_id: str, work: int, op: Op) -> None:
         """Run ``op`` on the resource's loaded partition, or queue it for the load under way."""
+        # The dicts of partitions and pending loads change on the event loop's thread only;
+        # ``run`` (maybe in a worker thread, under the lock) changes a partition's rows.
         if resource_id in self._partitions:
-            def run() -> None:
+            def run() -> QuantizedPartition | None:
                 partition = self._partitions.get(resource_id)
                 if partition is not None:
                     op(partition)
-                    if partition.size == 0:
-                        del self._partitions[resource_id]
                 elif resource_id in self._pending:
                     self._pending[resource_id].append(op)
-            await self._run(work, run)
+                return partition
+            changed = await self._run(work, run)
+            if changed is not None and changed.size == 0 and self._partitions.get(resource_id) is changed:
+                del self._partitions[resource_id]  # an empty resource costs nothing to read again
         elif resource_id in self._pending:
             with self._lock:
                 if resource_id in self._pending:
