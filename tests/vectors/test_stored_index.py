@@ -351,3 +351,34 @@ async def test_memory_open_reads_no_vector_until_a_recall(tmp_path: Path) -> Non
                                     options=RecallOptions(message_range=0, min_vector_score=0.999))
         assert [h.message.text for h in found.hits][:1] == ["banana"]
         assert memory.semantic.stored.loaded() == {"ada": 2}
+
+
+async def test_vectors_another_memory_stores_are_found_without_reopening(tmp_path: Path) -> None:
+    """Two Memory objects over one file (as two processes would be): the reader opened before any
+    vector existed, and its resource was loaded before the writer's next save."""
+    from memvault.embeddings import FunctionEmbedder
+    from memvault.recall import RecallOptions
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([[float(t.count(c)) + 0.01 for c in "abknoqrstuw"] for t in texts],
+                        dtype=np.float32)
+
+    url = f"sqlite:///{tmp_path}/shared.db"
+    options = RecallOptions(message_range=0, min_vector_score=0.999)
+    reader = await Memory.open(url, embedder=FunctionEmbedder(embed, model="test/letters"))
+    writer = await Memory.open(url, embedder=FunctionEmbedder(embed, model="test/letters"))
+    try:
+        await writer.save_messages([Message.user("banana")], thread_id="t", resource_id="ada")
+        await writer.flush()
+        found = await reader.recall(resource_id="ada", query="banana", options=options)
+        assert [h.message.text for h in found.hits] == ["banana"]
+        assert reader.semantic is not None and reader.semantic.stored is not None
+        assert reader.semantic.stored.loaded() == {"ada": 1}
+        await writer.save_messages([Message.user("stork")], thread_id="t2", resource_id="ada")
+        await writer.flush()
+        found = await reader.recall(resource_id="ada", query="stork", options=options)
+        assert [h.message.text for h in found.hits] == ["stork"]
+        assert reader.semantic.stored.loaded() == {"ada": 2}
+    finally:
+        await writer.close()
+        await reader.close()

@@ -157,9 +157,12 @@ class SemanticIndex:
             if not rows:
                 return
             self._cursor = max(self._cursor, rows[-1][0])
-            if self.stored is not None or self._lazy():
-                if self.stored is not None:
-                    await self.stored.add([(r, t, m, blob) for _, r, t, m, blob in rows if blob])
+            if self._lazy():  # loaded resources take them; the others read the store when loaded
+                found = [(r, t, m, blob) for _, r, t, m, blob in rows if blob]
+                if found:
+                    index = self._ensure_index(len(found[0][3]) // 4)  # another process's first
+                    assert isinstance(index, StoredIndex)
+                    await index.add(found)
                 continue
             items = [
                 VectorItem(vector_id(r, t, m), np.frombuffer(blob, dtype=np.float32), r, t, m)
