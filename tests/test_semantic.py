@@ -194,9 +194,13 @@ async def test_deleted_messages_leave_the_vector_index(tmp_path: Path) -> None:
     assert await _ids(memory, "beverage") == ["m2"]
     await memory.delete_thread(thread_id="t2", resource_id="ada")
     assert await _ids(memory, "beverage") == []
-    assert await memory.semantic.index.count() == 1  # type: ignore[union-attr]
+    stored = memory.semantic.stored  # type: ignore[union-attr]
+    assert stored is not None and stored.loaded().get("ada", 0) == 0  # gone from memory too
+    found = await memory.recall(resource_id="bob", query="beverage",
+                                options=RecallOptions(message_range=0, min_vector_score=0.5))
+    assert [hit.message.id for hit in found.hits] == ["b1"] and stored.loaded()["bob"] == 1
     await memory.delete_resource(resource_id="bob")
-    assert await memory.semantic.index.count() == 0  # type: ignore[union-attr]
+    assert "bob" not in stored.loaded()
     assert await memory.store.load_embeddings() == []
     await memory.close()
 

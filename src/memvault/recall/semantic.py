@@ -14,11 +14,18 @@ and the store's persisted vectors (:class:`~memvault.stores.base.EmbeddingStore`
   marked until the queue has embedded them, so no catch-up in between can take them too. Each
   saved message's text is embedded once, also when saves race the catch-up; a message saved
   again is embedded again.
-- **Start.** The stored vectors are loaded into the index. Vectors from another model or size
-  raise :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``.
+- **Start.** Vectors from another model or size raise
+  :class:`~memvault.errors.ConfigurationError`, which says to run ``memvault reindex``. With no
+  ``index`` given and a store that can read one resource's vectors
+  (:class:`~memvault.vectors.stored.VectorSource`: SQLite), nothing is loaded: a
+  :class:`~memvault.vectors.stored.StoredIndex` reads each resource's vectors on its first
+  search, keeps them as int8 under a memory budget and rescores candidates exactly from the
+  store (start costs one lookup, whatever the number of vectors). Otherwise every stored vector
+  is loaded into the index (an :class:`~memvault.vectors.exact.ExactIndex` unless one is given).
 - **Search.** The query is embedded (at most ``query_timeout`` seconds, default 10; the last
-  32 queries' vectors are kept) and searched in the index, after loading the vectors other
-  processes stored since (by cursor). :meth:`similarities` scores given messages against the
+  32 queries' vectors are kept) and searched in the index, after adding the vectors other
+  processes stored since (by cursor; a :class:`StoredIndex` adds them to loaded resources
+  only). :meth:`similarities` scores given messages against the
   query, for recall's context smoothing. A failure raises; recall turns it into a warning.
 - **Deletes.** The store drops vectors with their messages (same transaction); ``forget_*``
   drop them from this process's index.
@@ -44,6 +51,7 @@ from memvault.recall.types import MessageRef, VectorMatch
 from memvault.stores.capabilities import EmbeddingStore
 from memvault.stores.common import embedding_mismatch
 from memvault.vectors.base import VectorIndex, VectorItem
+from memvault.vectors.stored import StoredIndex, VectorSource
 
 if TYPE_CHECKING:
     from memvault.embeddings import Embedder
@@ -93,6 +101,8 @@ class SemanticIndex:
         self.embedder = embedder
         self.index = index
         self._given_index = index
+        self.stored: StoredIndex | None = None
+        """The lazily loaded index over the store's vectors, when used (see the module docstring)."""
         self.batch_size = batch_size
         self.query_timeout = query_timeout
         self.author_key = author_key
@@ -113,20 +123,32 @@ class SemanticIndex:
                     embedding_mismatch(recorded, (self.embedder.model, known))
                 )
             self._ensure_index(recorded[1])
-        await self._load_new()
+        if self._lazy():
+            self._cursor = await self.store.embedding_cursor()  # type: ignore[attr-defined]
+        else:
+            await self._load_new()
         self._behind = True  # messages saved while no embedder ran are caught up lazily
 
-    def _ensure_index(self, dimensions: int) -> VectorIndex:
-        if self.index is None:
-            from memvault.vectors import ExactIndex
+    def _lazy(self) -> bool:
+        """Whether vectors are searched through a :class:`StoredIndex` (no index given, and the
+        store can read a resource's vectors and its latest cursor)."""
+        return self._given_index is None and isinstance(self.store, VectorSource)
 
-            self.index = ExactIndex(dimensions)
-        elif self.index.dimensions != dimensions:
+    def _ensure_index(self, dimensions: int) -> VectorIndex | StoredIndex:
+        if self.index is None and self.stored is None:
+            if self._lazy():
+                self.stored = StoredIndex(self.store, dimensions)  # type: ignore[arg-type]
+            else:
+                from memvault.vectors import ExactIndex
+
+                self.index = ExactIndex(dimensions)
+        current: VectorIndex | StoredIndex = self.stored or self.index  # type: ignore[assignment]
+        if current.dimensions != dimensions:
             raise ConfigurationError(
-                f"the vector index holds {self.index.dimensions}-dimensional vectors but "
+                f"the vector index holds {current.dimensions}-dimensional vectors but "
                 f"{self.embedder.model} makes {dimensions}-dimensional ones"
             )
-        return self.index
+        return current
 
     async def _load_new(self) -> None:
         """Add the vectors stored (by any process) past the cursor to the index."""
@@ -134,14 +156,23 @@ class SemanticIndex:
             rows = await self.store.load_embeddings(after=self._cursor, limit=_LOAD_BATCH)
             if not rows:
                 return
-            self._cursor = rows[-1][0]
+            self._cursor = max(self._cursor, rows[-1][0])
+            if self._lazy():  # loaded resources take them; the others read the store when loaded
+                found = [(r, t, m, blob) for _, r, t, m, blob in rows if blob]
+                if found:
+                    index = self._ensure_index(len(found[0][3]) // 4)  # another process's first
+                    assert isinstance(index, StoredIndex)
+                    await index.add(found)
+                continue
             items = [
                 VectorItem(vector_id(r, t, m), np.frombuffer(blob, dtype=np.float32), r, t, m)
                 for _, r, t, m, blob in rows
                 if blob
             ]
             if items:
-                await self._ensure_index(len(items[0].vector)).upsert(items)
+                index = self._ensure_index(len(items[0].vector))
+                assert not isinstance(index, StoredIndex)
+                await index.upsert(items)
 
     # the write path
 
@@ -208,7 +239,9 @@ class SemanticIndex:
         stored = await self.store.save_embeddings(
             self.embedder.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
         )
-        if vectors is not None:
+        if isinstance(index, StoredIndex):
+            await index.add([(*k, b) for k, b in zip(keys, blobs, strict=True) if b])
+        elif vectors is not None:
             await index.upsert([
                 VectorItem(vector_id(*keys[i]), vectors[row], keys[i][0], keys[i][1], keys[i][2])
                 for row, i in enumerate(wanted)
@@ -240,13 +273,18 @@ class SemanticIndex:
                 f"the vector index takes {self._given_index.dimensions}-dimensional vectors but "
                 f"{self.embedder.model} makes {dimensions}-dimensional ones: give Memory an index "
                 "made for the new model (nothing was dropped)")
-        resources = await self._stored_resources()
+        resources = await self._stored_resources() if self._given_index is not None else set()
         await self.store.clear_embeddings()
         if self._given_index is not None:
             for resource_id in resources:
                 await self._given_index.delete_resource(resource_id)
-        self.index, self._cursor, self._behind = self._given_index, 0, False
-        return await self.catch_up()
+        if self.stored is not None:
+            await self.stored.clear()
+        self.index, self.stored, self._cursor, self._behind = self._given_index, None, 0, False
+        done = await self.catch_up()
+        if self._lazy():  # what catch_up stored is read by each resource's first search
+            self._cursor = await self.store.embedding_cursor()  # type: ignore[attr-defined]
+        return done
 
     async def _stored_resources(self) -> set[str]:
         """The resources that may have stored vectors: the store's resources when it can list
@@ -270,9 +308,10 @@ class SemanticIndex:
         """The ``top_k`` messages closest in meaning to ``query`` (cosine similarity)."""
         await self._load_new()
         vector = await self.query_vector(query)
-        if self.index is None:
+        searched: VectorIndex | StoredIndex | None = self.stored or self.index
+        if searched is None:
             return []
-        hits = await self.index.search(vector, resource_id=resource_id, thread_id=thread_id,
+        hits = await searched.search(vector, resource_id=resource_id, thread_id=thread_id,
                                        top_k=top_k)
         return [(MessageRef(h.thread_id, h.message_id), h.score) for h in hits if h.message_id]
 
@@ -281,6 +320,8 @@ class SemanticIndex:
     ) -> dict[MessageRef, float]:
         """The cosine similarity of ``query`` to each of these messages of ``resource_id`` that
         has a vector (the others are left out)."""
+        if self.stored is not None and refs:
+            return await self._stored_similarities(query, resource_id, refs)
         if self.index is None or not refs:
             return {}
         vector = await self.query_vector(query)
@@ -291,6 +332,15 @@ class SemanticIndex:
         scores = np.stack([np.asarray(item.vector, dtype=np.float32) for item in items]) @ vector
         return {MessageRef(item.thread_id, item.message_id or ""): float(score)
                 for item, score in zip(items, scores, strict=True)}
+
+    async def _stored_similarities(
+        self, query: str, resource_id: str, refs: Sequence[MessageRef]
+    ) -> dict[MessageRef, float]:
+        """:meth:`similarities` from the store's float32 vectors (the lazy index's case)."""
+        assert self.stored is not None
+        vector = await self.query_vector(query)
+        hits = await self.stored.rescore(vector, resource_id, [(ref[0], ref[1]) for ref in refs])
+        return {MessageRef(hit.thread_id, hit.message_id or ""): hit.score for hit in hits}
 
     async def query_vector(self, query: str) -> np.ndarray:
         """The query's unit-length embedding (cached for the last few queries), computed
@@ -311,13 +361,19 @@ class SemanticIndex:
         return vector
 
     async def forget_messages(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> None:
+        if self.stored is not None:
+            await self.stored.forget_messages(resource_id, thread_id, ids)
         if self.index is not None:
             await self.index.delete([vector_id(resource_id, thread_id, i) for i in ids])
 
     async def forget_thread(self, resource_id: str, thread_id: str) -> None:
+        if self.stored is not None:
+            await self.stored.forget_thread(resource_id, thread_id)
         if self.index is not None:
             await self.index.delete_thread(resource_id, thread_id)
 
     async def forget_resource(self, resource_id: str) -> None:
+        if self.stored is not None:
+            await self.stored.forget_resource(resource_id)
         if self.index is not None:
             await self.index.delete_resource(resource_id)

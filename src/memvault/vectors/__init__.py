@@ -6,6 +6,9 @@
   (``pip install 'memvault[ann]'``).
 - :class:`PgVectorIndex`: a PostgreSQL table searched with pgvector's HNSW index
   (``pip install 'memvault[postgres,vectors]'``; pgvector >= 0.8 on the server).
+- :class:`StoredIndex`: a store's own vectors, read per resource on first search into int8,
+  rescored exactly from the store, under a memory budget (the default over SQLite and
+  PostgreSQL; ``pip install 'memvault[vectors]'``).
 
 Importing this package needs neither: the implementations load on first use, and a missing
 package raises :class:`memvault.errors.MissingExtraError` naming the extra to install.
@@ -22,14 +25,17 @@ if TYPE_CHECKING:
     from memvault.vectors.ann import AnnIndex
     from memvault.vectors.exact import ExactIndex
     from memvault.vectors.pgvector import PgVectorIndex
+    from memvault.vectors.stored import StoredIndex
 
-__all__ = ["AnnIndex", "ExactIndex", "PgVectorIndex", "Vector", "VectorHit", "VectorIndex", "VectorItem"]
+__all__ = ["AnnIndex", "ExactIndex", "PgVectorIndex", "StoredIndex", "Vector", "VectorHit", "VectorIndex",
+           "VectorItem"]
 
 
 _INDEXES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "ExactIndex": ("memvault.vectors.exact", "vectors", ("numpy",)),
     "AnnIndex": ("memvault.vectors.ann", "ann", ("numpy",)),
     "PgVectorIndex": ("memvault.vectors.pgvector", None, ("numpy", "psycopg", "psycopg_pool")),
+    "StoredIndex": ("memvault.vectors.stored", "vectors", ("numpy",)),
 }
 """Each index: its module, its extra (``None``: the missing package's own) and the packages it
 needs."""

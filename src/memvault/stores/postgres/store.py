@@ -265,6 +265,23 @@ class PostgresStore(PostgresGraph):
     async def clear_embeddings(self) -> int:
         return await self._db.write(_vectors.clear_embeddings)
 
+    # per-resource vector reads (memvault.vectors.stored.VectorSource, for lazy loading)
+
+    async def embedding_cursor(self) -> int:
+        return await self._db.read(_vectors.embedding_cursor)
+
+    async def resource_embeddings(
+        self, resource_id: str, *, after: tuple[str, str] | None = None, limit: int = 10_000
+    ) -> list[tuple[str, str, bytes]]:
+        return await self._db.read(_vectors.resource_embeddings, resource_id, after, limit)
+
+    async def embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        if not keys:
+            return []
+        return await self._db.read(_vectors.embeddings_of, resource_id, list(keys))
+
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
     async def resource_ids(self) -> list[str]:

@@ -75,3 +75,41 @@ async def clear_embeddings(conn: Conn) -> int:
     await conn.execute("DELETE FROM embedding_model")
     cursor = await conn.execute("DELETE FROM message_vectors")
     return cursor.rowcount
+
+
+async def embedding_cursor(conn: Conn) -> int:
+    """The highest cursor of a stored vector (0 with none): one probe of the primary key."""
+    cursor = await conn.execute("SELECT coalesce(max(message_pk), 0) FROM message_vectors")
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def resource_embeddings(
+    conn: Conn, resource_id: str, after: tuple[str, str] | None, limit: int
+) -> list[tuple[str, str, bytes]]:
+    """One page of the resource's vectors as ``(thread_id, message_id, vector)``, ordered by
+    ``(thread_id, message_id)`` past ``after`` (keyset paging along the
+    ``(resource_id, thread_id, id)`` unique index, whose "C" collation is this order)."""
+    thread_id, message_id = after if after is not None else ("", "")
+    cursor = await conn.execute(
+        "SELECT m.thread_id, m.id, v.vector FROM messages AS m"
+        " JOIN message_vectors AS v ON v.message_pk = m.pk"
+        " WHERE m.resource_id = %s AND (m.thread_id, m.id) > (%s, %s)"
+        " ORDER BY m.thread_id, m.id LIMIT %s",
+        (resource_id, thread_id, message_id, limit),
+    )
+    return [(r[0], r[1], bytes(r[2])) for r in await cursor.fetchall()]
+
+
+async def embeddings_of(
+    conn: Conn, resource_id: str, keys: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, bytes]]:
+    """The stored vectors of these ``(thread_id, message_id)`` messages of ``resource_id``;
+    messages without one, or of another resource, are left out."""
+    cursor = await conn.execute(
+        "SELECT m.thread_id, m.id, v.vector FROM unnest(%s::text[], %s::text[]) AS k(t, i)"
+        " JOIN messages AS m ON m.resource_id = %s AND m.thread_id = k.t AND m.id = k.i"
+        " JOIN message_vectors AS v ON v.message_pk = m.pk",
+        ([k[0] for k in keys], [k[1] for k in keys], resource_id),
+    )
+    return [(r[0], r[1], bytes(r[2])) for r in await cursor.fetchall()]

@@ -30,6 +30,7 @@ capability (:mod:`~.threads`, :mod:`~.messages`, :mod:`~.records`, :mod:`~.searc
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -362,6 +363,24 @@ class SqliteStore(SqliteGraph):
 
     async def clear_embeddings(self) -> int:
         return await self._write(_vectors.clear_embeddings)
+
+    # per-resource vector reads (memvault.vectors.stored.VectorSource, for lazy loading)
+
+    async def embedding_cursor(self) -> int:
+        return await self._worker.read_one(_vectors.embedding_cursor)
+
+    async def resource_embeddings(
+        self, resource_id: str, *, after: tuple[str, str] | None = None, limit: int = 10_000
+    ) -> list[tuple[str, str, bytes]]:
+        return await self._read(_vectors.resource_embeddings, resource_id, after, limit)
+
+    async def embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        if not keys:
+            return []
+        return await self._worker.read_small(_vectors.embeddings_of, resource_id,
+                                             json.dumps([list(k) for k in keys]))
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 

@@ -68,3 +68,47 @@ def unembedded_messages(
 def clear_embeddings(conn: sqlite3.Connection) -> int:
     conn.execute("DELETE FROM embedding_model")
     return int(conn.execute("DELETE FROM message_vectors").rowcount)
+
+
+def embedding_cursor(conn: sqlite3.Connection) -> int:
+    """The highest cursor of a stored vector (0 with none): one lookup at the end of the
+    primary key, whatever the number of vectors."""
+    row = conn.execute("SELECT max(message_rowid) FROM message_vectors").fetchone()
+    return int(row[0] or 0)
+
+
+def resource_embeddings(
+    conn: sqlite3.Connection, resource_id: str, after: tuple[str, str] | None, limit: int
+) -> list[tuple[str, str, bytes]]:
+    """One page of the resource's vectors as ``(thread_id, message_id, vector)``, ordered by
+    ``(thread_id, message_id)`` and past ``after`` (keyset paging along the
+    ``(resource_id, thread_id, id)`` unique index: each page costs its own rows only)."""
+    thread_id, message_id = after if after is not None else ("", "")
+    return [
+        (r[0], r[1], bytes(r[2]))
+        for r in conn.execute(
+            "SELECT m.thread_id, m.id, v.vector FROM messages AS m"
+            " JOIN message_vectors AS v ON v.message_rowid = m.rowid"
+            " WHERE m.resource_id = ? AND (m.thread_id, m.id) > (?, ?)"
+            " ORDER BY m.thread_id, m.id LIMIT ?",
+            (resource_id, thread_id, message_id, limit),
+        )
+    ]
+
+
+def embeddings_of(
+    conn: sqlite3.Connection, resource_id: str, keys: str
+) -> list[tuple[str, str, bytes]]:
+    """The stored vectors of these messages of ``resource_id`` (``keys``: a JSON array of
+    ``[thread_id, message_id]`` pairs) as ``(thread_id, message_id, vector)``; messages without
+    a vector, or of another resource, are left out."""
+    return [
+        (r[0], r[1], bytes(r[2]))
+        for r in conn.execute(
+            "SELECT m.thread_id, m.id, v.vector FROM json_each(?) AS k"
+            " CROSS JOIN messages AS m ON m.resource_id = ?"  # CROSS JOIN: the keys drive
+            " AND m.thread_id = json_extract(k.value, '$[0]') AND m.id = json_extract(k.value, '$[1]')"
+            " JOIN message_vectors AS v ON v.message_rowid = m.rowid",
+            (keys, resource_id),
+        )
+    ]
