@@ -51,7 +51,16 @@ from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
 from memvault.rules.words import searchable_query
 from memvault.stores import Store, open_store
-from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+from memvault.stores.base import (
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    Direction,
+    MessageQuery,
+    ThreadOrder,
+    ThreadQuery,
+    _Unset,
+)
 from memvault.stores.capabilities import (
     STORE_DEFAULT,
     TurnRead,
@@ -71,6 +80,7 @@ from memvault.stores.capabilities import (
 from memvault.stores.checkpoints import CheckpointStore, require_checkpoints
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.items import ItemStore, require_items
+from memvault.stores.thread_queries import check_thread_query
 from memvault.telemetry import traced
 from memvault.transfer import importer, jsonl, seeds
 from memvault.transfer.copier import messages_of
@@ -195,11 +205,46 @@ class Memory:
 
     @traced("list_threads")
     async def list_threads(
-        self, *, resource_id: str, limit: int = 20, cursor: str | None = None
+        self,
+        *,
+        resource_id: str,
+        limit: int = 20,
+        cursor: str | None = None,
+        title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        order_by: ThreadOrder = "updated_at",
+        direction: Direction = "desc",
+        offset: int | None = None,
     ) -> ThreadPage:
-        """The resource's threads, most recently active first; follow ``next_cursor`` to page."""
+        """The resource's threads, by default most recently active first; follow ``next_cursor``
+        to page (it is set when more threads follow).
+
+        - ``title_contains``: only threads whose title holds this text, case-insensitively
+          (``%``, ``_`` and ``\\`` are plain characters);
+        - ``metadata``: only threads whose metadata has each of these top-level keys with an
+          equal JSON value (``{"project": "x"}``);
+        - ``order_by``: ``"updated_at"`` (the default) or ``"created_at"``; ``direction``:
+          ``"desc"`` (the default) or ``"asc"``; ties are broken by thread id;
+        - ``offset``: skip that many threads (instead of a ``cursor``: giving both is a
+          :class:`ValidationError`). A cursor is only valid for the order it was made in.
+        """
         cursor = arguments.optional_str(cursor, "cursor")
-        return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor)
+        query = check_thread_query(ThreadQuery(title_contains=title_contains, metadata=metadata,
+                                               order_by=order_by, direction=direction, offset=offset), cursor)
+        # the default query is not passed on: a store written before thread queries still lists
+        chosen = {} if query == ALL_THREADS else {"query": query}
+        return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor,
+                                             **chosen)
+
+    @traced("count_threads")
+    async def count_threads(
+        self, *, resource_id: str, title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """How many threads the resource has (only those the filters select, as in
+        :meth:`list_threads`)."""
+        query = check_thread_query(ThreadQuery(title_contains=title_contains, metadata=metadata))
+        return await self.store.count_threads(_id(resource_id, "resource_id"), query)
 
     @traced("update_thread")
     async def update_thread(
@@ -743,13 +788,20 @@ class Memory:
 
     @traced("set_state")
     async def set_state(
-        self, value: Any, *, resource_id: str, key: str, status: str | None = None
+        self,
+        value: Any,
+        *,
+        resource_id: str,
+        key: str,
+        status: str | None = None,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State:
-        """Write a state unconditionally; its version grows by one."""
-        state = await require_states(self.store).set_state(
-            _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
-            status=arguments.optional_str(status, "status"),
-        )
+        """Write a whole state unconditionally (value, status, workflow id, thread); its
+        version grows by one. ``thread_id`` scopes it to one of the resource's threads (deleting
+        the thread deletes it): a thread the resource does not have raises
+        :class:`ThreadNotFoundError`, with nothing written."""
+        state = await self._write_state(value, resource_id, key, status, UNSET, workflow_id, thread_id)
         assert state is not None
         return state
 
@@ -762,35 +814,96 @@ class Memory:
         key: str,
         expected_version: int | None,
         status: str | None = None,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
         """Write only if the state is at ``expected_version`` (``None``: does not exist yet).
         Returns the new state, or ``None`` when another writer got there first."""
+        expected = None if expected_version is None else arguments.count(expected_version, "expected_version")
+        return await self._write_state(value, resource_id, key, status, expected, workflow_id, thread_id)
+
+    async def _write_state(self, value: Any, resource_id: str, key: str, status: Any,
+                           expected_version: int | _Unset | None, workflow_id: Any, thread_id: Any
+                           ) -> State | None:
         return await require_states(self.store).set_state(
             _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
-            status=arguments.optional_str(status, "status"),
+            status=arguments.optional_str(status, "status"), expected_version=expected_version,
+            workflow_id=_optional_id(workflow_id, "workflow_id"),
+            thread_id=_optional_id(thread_id, "thread_id"))
+
+    @traced("update_state")
+    async def update_state(
+        self,
+        *,
+        resource_id: str,
+        key: str,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        """Change part of an existing state, atomically: ``merge`` is a JSON merge patch
+        (RFC 7386) applied to its value (``{"step": 4, "tmp": None}`` sets ``step`` and removes
+        ``tmp``; a patch that is not an object replaces the value); ``status`` sets the status
+        (``None`` clears it); what is not given is kept. The version grows by one. With
+        ``expected_version``, only if the state is at that version: returns ``None`` when
+        another writer got there first. No such state raises :class:`NotFoundError`."""
+        if not isinstance(status, _Unset):
+            status = arguments.optional_str(status, "status")
+        return await require_states(self.store).update_state(
+            _id(resource_id, "resource_id"), _id(key, "key"),
+            merge=merge if isinstance(merge, _Unset) else _json(merge, "merge"), status=status,
             expected_version=None if expected_version is None else arguments.count(
                 expected_version, "expected_version"),
         )
 
     @traced("list_states")
     async def list_states(
-        self, *, resource_id: str, status: str | None = None, limit: int = 100
+        self,
+        *,
+        resource_id: str,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
-        """The resource's states, optionally only those with ``status``, newest first."""
+        """The resource's states, optionally only those with ``status``, ``workflow_id`` and
+        ``thread_id`` (each when given), most recently updated first (a missing thread has
+        none)."""
         states = require_states(self.store)
-        return await states.list_states(_id(resource_id, "resource_id"),
-                                        status=arguments.optional_str(status, "status"), limit=limit)
+        return await states.list_states(
+            _id(resource_id, "resource_id"), status=arguments.optional_str(status, "status"), limit=limit,
+            workflow_id=_optional_id(workflow_id, "workflow_id"),
+            thread_id=_optional_id(thread_id, "thread_id"))
+
+    @traced("list_suspended")
+    async def list_suspended(
+        self, *, resource_id: str, workflow_id: str | None = None, thread_id: str | None = None,
+        limit: int = 100,
+    ) -> list[State]:
+        """The resource's suspended runs: its states whose status is ``"suspended"`` (of one
+        workflow, of one thread, when given), most recently updated first."""
+        return await self.list_states(resource_id=resource_id, status=SUSPENDED, limit=limit,
+                                      workflow_id=workflow_id, thread_id=thread_id)
 
     @traced("delete_state")
     async def delete_state(self, *, resource_id: str, key: str) -> bool:
         return await require_states(self.store).delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
 
 
-def _json(value: Any) -> Any:
+def _optional_id(value: Any, name: str) -> str | None:
+    return None if value is None else _id(value, name)
+
+
+SUSPENDED = "suspended"
+"""The status of a suspended run (:meth:`Memory.list_suspended`)."""
+
+
+def _json(value: Any, name: str = "state value") -> Any:
     try:
         return check_json(value)
     except ValueError as exc:
-        raise ValidationError(f"state value: {exc}") from None
+        raise ValidationError(f"{name}: {exc}") from None
+
 
 
 def _semantic_index(

@@ -17,11 +17,14 @@ from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
+from memvault.stores import thread_queries as tq
 from memvault.stores.base import (
     ALL_MESSAGES,
+    ALL_THREADS,
     UNSET,
     Deleted,
     MessageQuery,
+    ThreadQuery,
     WorkingMemoryUpdate,
     _Unset,
 )
@@ -31,10 +34,9 @@ from memvault.stores.common import (
     changed_thread,
     check_limit,
     check_query,
-    decode_cursor,
     embedding_mismatch,
-    encode_cursor,
     to_micros,
+    updated_state,
 )
 from memvault.stores.graph_memory import GraphTables
 
@@ -95,21 +97,28 @@ class InMemoryStore(GraphTables):
         return record.thread.model_copy(deep=True) if record else None
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
+        query = tq.check_thread_query(query, cursor)
+        after = tq.decode_page_cursor(cursor, query) if cursor is not None else None
+        descending = query.direction == "desc"
+        threads = self._selected(resource_id, query)
+        threads.sort(key=lambda t: tq.sort_key(t, query), reverse=descending)
+        if after is not None:
+            threads = [t for t in threads
+                       if (tq.sort_key(t, query) < after if descending else tq.sort_key(t, query) > after)]
+        start = query.offset or 0
+        return tq.page([t.model_copy(deep=True) for t in threads[start:start + limit + 1]], limit, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return len(self._selected(resource_id, tq.check_thread_query(query)))
+
+    def _selected(self, resource_id: str, query: ThreadQuery) -> list[Thread]:
         resource = self._resources.get(resource_id)
-        threads = [r.thread for r in resource.threads.values()] if resource else []
-        threads.sort(key=lambda t: (to_micros(t.updated_at), t.id), reverse=True)
-        if cursor is not None:
-            after = decode_cursor(cursor)
-            threads = [t for t in threads if (to_micros(t.updated_at), t.id) < after]
-        page = threads[:limit]
-        next_cursor = None
-        if len(threads) > limit:
-            last = page[-1]
-            next_cursor = encode_cursor(to_micros(last.updated_at), last.id)
-        return ThreadPage(threads=[t.model_copy(deep=True) for t in page], next_cursor=next_cursor)
+        records = resource.threads.values() if resource else []
+        return [r.thread for r in records if tq.selects(r.thread, query)]
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
@@ -126,6 +135,7 @@ class InMemoryStore(GraphTables):
             return False
         del resource.threads[thread_id]
         resource.working_memory.pop(note_key(thread_id), None)
+        resource.states = {k: s for k, s in resource.states.items() if s.thread_id != thread_id}
         return True
 
     # messages
@@ -355,24 +365,57 @@ class InMemoryStore(GraphTables):
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
+        if thread_id is not None and self._record(resource_id, thread_id) is None:
+            raise ThreadNotFoundError(thread_id)
         states = self._resource(resource_id).states
         current = states.get(key)
         version = current.version if current else None
         if not isinstance(expected_version, _Unset) and expected_version != version:
             return None
+        at = now()
         state = State(
-            resource_id=resource_id, key=key, value=value, status=status, version=(version or 0) + 1
+            resource_id=resource_id, key=key, value=value, status=status, version=(version or 0) + 1,
+            workflow_id=workflow_id, thread_id=thread_id, created_at=current.created_at if current else at,
+            updated_at=at,
         )
         states[key] = state
         return state.model_copy(deep=True)
 
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        resource = self._resources.get(resource_id)
+        current = resource.states.get(key) if resource else None
+        if resource is None or current is None:
+            raise NotFoundError(f"no state {key!r} for this resource")
+        if expected_version is not None and expected_version != current.version:
+            return None
+        resource.states[key] = updated_state(current, merge, status)
+        return resource.states[key].model_copy(deep=True)
+
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
         check_limit(limit)
         resource = self._resources.get(resource_id)
-        states = [s for s in (resource.states.values() if resource else []) if status in (None, s.status)]
+        wanted = {"status": status, "workflow_id": workflow_id, "thread_id": thread_id}
+        states = [s for s in (resource.states.values() if resource else [])
+                  if all(value is None or getattr(s, name) == value for name, value in wanted.items())]
         states.sort(key=lambda s: (s.updated_at, s.key), reverse=True)
         return [s.model_copy(deep=True) for s in states[:limit]]
 
@@ -484,6 +527,8 @@ class InMemoryStore(GraphTables):
             record.thread = thread.model_copy(deep=True)
 
     async def restore_state(self, state: State) -> None:
+        if state.thread_id is not None and self._record(state.resource_id, state.thread_id) is None:
+            raise ThreadNotFoundError(state.thread_id)
         self._resource(state.resource_id).states[state.key] = state.model_copy(deep=True)
 
     async def restore_summary(self, summary: Summary) -> None:

@@ -10,18 +10,21 @@ that cannot be decoded is contained as :mod:`memvault.stores.decode` says.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
-from memvault.model import Message, State, Summary, Thread, ThreadPage
+from memvault.model import Message, State, Summary, Thread
 from memvault.stores import decode
-from memvault.stores.common import encode_cursor, from_micros, to_micros
+from memvault.stores.common import from_micros, to_micros
+from memvault.stores.thread_queries import fold
 
 THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
-"""The ``threads`` columns :func:`thread` reads and :func:`thread_values` gives, in order."""
+"""The ``threads`` columns :func:`thread` reads, in order."""
+THREAD_WRITE_COLUMNS = THREAD_COLUMNS + ", title_fold"
+"""The ``threads`` columns :func:`thread_values` gives, in order: :data:`THREAD_COLUMNS` and the
+folded title that ``title_contains`` searches (:func:`memvault.stores.thread_queries.fold`)."""
 MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
 """The ``messages`` columns :func:`message` reads, in order (:func:`qualified` names them in a join)."""
-STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+STATE_COLUMNS = "resource_id, key, value, status, version, updated_us, workflow_id, thread_id, created_us"
 """The ``states`` columns :func:`state` reads, in order."""
 SUMMARY_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
 """The ``summaries`` columns :func:`summary` reads and :func:`summary_values` gives, in order."""
@@ -67,41 +70,47 @@ def thread(row: Any) -> Thread:
     )
 
 
-def thread_page_sql(placeholder: str, after: bool) -> str:
-    """The query for a page of a resource's threads, newest update first: its parameters are
-    the resource id, then (when ``after``) the cursor's time and thread id, then the page size
-    plus one. ``placeholder`` is the driver's (``?`` or ``%s``)."""
-    p = placeholder
-    keyset = f" AND (updated_us, id) < ({p}, {p})" if after else ""
-    return (f"SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = {p}{keyset}"
-            f" ORDER BY updated_us DESC, id DESC LIMIT {p}")
+STATE_FILTERS = ("status", "workflow_id", "thread_id")
+"""The columns ``list_states`` filters on (each equal when given)."""
 
 
-def thread_page(found: Sequence[Any], limit: int) -> ThreadPage:
-    """The page of threads that :func:`thread_page_sql` ``found`` (up to ``limit`` + 1 rows):
-    the first ``limit``, and a cursor when there were more."""
-    threads = [thread(r) for r in found[:limit]]
-    cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
-    return ThreadPage(threads=threads, next_cursor=cursor)
+def states_sql(filters: dict[str, str | None], placeholder: str) -> tuple[str, list[str]]:
+    """The SQL stores' ``list_states``: the statement (parameters: the resource id, the given
+    filters' values, the limit) and the filters' values. Each filter reads an index led by
+    ``(resource_id, <column>)``, newest update first."""
+    given = [(name, value) for name, value in filters.items() if value is not None]
+    if any(name not in STATE_FILTERS for name, _ in given):
+        raise ValueError(f"unknown state filter in {sorted(filters)}")
+    where = "".join(f" AND {name} = {placeholder}" for name, _ in given)
+    return (f"SELECT {STATE_COLUMNS} FROM states WHERE resource_id = {placeholder}{where}"
+            f" ORDER BY updated_us DESC, key DESC LIMIT {placeholder}", [value for _, value in given])
 
 
 def state(row: Any) -> State:
-    """A row of ``resource_id, key, value, status, version, updated_us``."""
-    resource_id, key, value, status, version, updated_us = row
+    """A row of :data:`STATE_COLUMNS`."""
+    resource_id, key, value, status, version, updated_us, workflow_id, thread_id, created_us = row
     return State.model_construct(
         resource_id=resource_id,
         key=key,
         value=json.loads(value),
         status=status,
         version=version,
+        workflow_id=workflow_id,
+        thread_id=thread_id,
+        created_at=from_micros(created_us),
         updated_at=from_micros(updated_us),
     )
 
 
 def thread_values(thread: Thread) -> tuple[Any, ...]:
-    """The values of :data:`THREAD_COLUMNS` for ``thread``, to write."""
+    """The values of :data:`THREAD_WRITE_COLUMNS` for ``thread``, to write."""
     return (thread.resource_id, thread.id, thread.title, dumps(thread.metadata),
-            to_micros(thread.created_at), to_micros(thread.updated_at))
+            to_micros(thread.created_at), to_micros(thread.updated_at), title_fold(thread.title))
+
+
+def title_fold(title: str | None) -> str | None:
+    """The ``title_fold`` column of a thread titled ``title`` (``None`` without a title)."""
+    return None if title is None else fold(title)
 
 
 def summary_values(summary: Summary) -> tuple[Any, ...]:

@@ -32,12 +32,21 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from memvault.errors import ConfigurationError, StoreError, StoreOpenError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
-from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.base import (
+    ALL_MESSAGES,
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    MessageQuery,
+    ThreadQuery,
+    WorkingMemoryUpdate,
+    _Unset,
+)
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.common import check_limit, check_query, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import graph as _graph
@@ -53,6 +62,7 @@ from memvault.stores.postgres.db import Database, reason, set_search_path
 from memvault.stores.postgres.graph_store import PostgresGraph
 from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
+from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
 
 _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -108,11 +118,16 @@ class PostgresStore(PostgresGraph):
         return await self._db.read(_threads.get_thread, resource_id, thread_id)
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
-        after = decode_cursor(cursor) if cursor is not None else None
-        return await self._db.read(_threads.list_threads, resource_id, limit, after)
+        query = check_thread_query(query, cursor)
+        after = decode_page_cursor(cursor, query) if cursor is not None else None
+        return await self._db.read(_threads.list_threads, resource_id, limit, after, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return await self._db.read(_threads.count_threads, resource_id, check_thread_query(query))
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
@@ -204,16 +219,39 @@ class PostgresStore(PostgresGraph):
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
-        state = State(resource_id=resource_id, key=key, value=value, status=status)
+        at = now()
+        state = State(resource_id=resource_id, key=key, value=value, status=status, workflow_id=workflow_id,
+                      thread_id=thread_id, created_at=at, updated_at=at)
         return await self._db.write_idempotent(
             _records.set_state, state, expected_version, self._pruning.op())
 
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        return await self._db.write_idempotent(
+            _records.update_state, resource_id, key, merge, status, expected_version, self._pruning.op())
+
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
         check_limit(limit)
-        return await self._db.read(_records.list_states, resource_id, status, limit)
+        filters = {"status": status, "workflow_id": workflow_id, "thread_id": thread_id}
+        return await self._db.read(_records.list_states, resource_id, filters, limit)
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
         return await self._db.write(_records.delete_state, resource_id, key)

@@ -8,7 +8,7 @@ import sqlite3
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
 from memvault.stores.common import RECORD_TABLES, RESOURCE_IDS_SQL, record_counts_sql, upsert_sql
-from memvault.stores.sqlite.records import UPSERT_STATE, state_values
+from memvault.stores.sqlite.records import UPSERT_STATE, check_state_thread, state_values
 from memvault.stores.sqlite.summaries import UPSERT_SUMMARY
 
 
@@ -17,7 +17,7 @@ def resource_ids(conn: sqlite3.Connection) -> list[str]:
 
 
 _COUNTS = record_counts_sql("?")
-_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_COLUMNS, "resource_id, id", "?")
+_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_WRITE_COLUMNS, "resource_id, id", "?")
 
 
 def record_counts(conn: sqlite3.Connection, resource_id: str) -> dict[str, int]:
@@ -42,6 +42,7 @@ def restore_thread(conn: sqlite3.Connection, thread: Thread) -> None:
 
 
 def restore_state(conn: sqlite3.Connection, state: State) -> None:
+    check_state_thread(conn, state)
     conn.execute(UPSERT_STATE, state_values(state))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 
 from memvault.errors import SchemaVersionError, StoreOpenError
+from memvault.stores.thread_queries import sqlite_metadata_matches
 
 SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
@@ -252,9 +253,37 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX graph_items_by_expiry ON graph_items (expires_us) WHERE expires_us IS NOT NULL;
     """,
+    # thread queries: each title case-folded by Python (``title_contains`` searches it; the
+    # function is registered on every connection, :func:`register_functions`), and an index
+    # for listing a resource's threads by creation time
+    """
+    ALTER TABLE threads ADD COLUMN title_fold TEXT;
+    UPDATE threads SET title_fold = memvault_casefold(title) WHERE title IS NOT NULL;
+    CREATE INDEX threads_by_creation ON threads (resource_id, created_us DESC, id DESC);
+    """,
+    # workflow states: a workflow id, an optional thread (deleting the thread deletes its
+    # states) and the first write's time, with an index per query
+    """
+    ALTER TABLE states ADD COLUMN workflow_id TEXT;
+    ALTER TABLE states ADD COLUMN thread_id TEXT;
+    ALTER TABLE states ADD COLUMN created_us INTEGER NOT NULL DEFAULT 0;
+    UPDATE states SET created_us = updated_us;
+    CREATE INDEX states_by_update ON states (resource_id, updated_us DESC, key DESC);
+    CREATE INDEX states_by_workflow ON states (resource_id, workflow_id, updated_us DESC, key DESC);
+    CREATE INDEX states_by_thread ON states (resource_id, thread_id, updated_us DESC, key DESC);
+    """,
 )
 
 LATEST = len(MIGRATIONS)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions of memvault's statements, on a new connection: ``memvault_casefold``
+    (:meth:`str.casefold`, for the migration that folds titles) and ``memvault_metadata_matches``
+    (the thread metadata filter, :func:`memvault.stores.thread_queries.sqlite_metadata_matches`)."""
+    conn.create_function("memvault_casefold", 1, lambda text: None if text is None else str(text).casefold(),
+                         deterministic=True)
+    conn.create_function("memvault_metadata_matches", 2, sqlite_metadata_matches, deterministic=True)
 
 
 def current_version(conn: sqlite3.Connection) -> int:
@@ -270,6 +299,7 @@ def current_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
     """Bring the database to ``target`` inside the caller's write transaction; returns the
     version found before. Raises :class:`SchemaVersionError` for a newer database."""
+    register_functions(conn)  # (the migrations call them: on any connection, the store's or not)
     found = current_version(conn)
     if found > LATEST:
         raise SchemaVersionError(

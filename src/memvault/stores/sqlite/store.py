@@ -38,13 +38,22 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memvault.errors import ConfigurationError, StoreError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
-from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.base import (
+    ALL_MESSAGES,
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    MessageQuery,
+    ThreadQuery,
+    WorkingMemoryUpdate,
+    _Unset,
+)
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.common import check_limit, check_query, saved_messages
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
@@ -67,6 +76,7 @@ from memvault.stores.sqlite.schema import (
     unindexed,
 )
 from memvault.stores.sqlite.worker import SqliteWorker
+from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
 
 Durability = Literal["normal", "full"]
 log = logging.getLogger("memvault.sqlite")
@@ -176,11 +186,16 @@ class SqliteStore(SqliteGraph):
         return await self._read(_threads.get_thread, resource_id, thread_id)
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
-        after = decode_cursor(cursor) if cursor is not None else None
-        return await self._read(_threads.list_threads, resource_id, limit, after)
+        query = check_thread_query(query, cursor)
+        after = decode_page_cursor(cursor, query) if cursor is not None else None
+        return await self._read(_threads.list_threads, resource_id, limit, after, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return await self._read(_threads.count_threads, resource_id, check_thread_query(query))
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET
@@ -297,15 +312,37 @@ class SqliteStore(SqliteGraph):
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
-        state = State(resource_id=resource_id, key=key, value=value, status=status)
+        at = now()
+        state = State(resource_id=resource_id, key=key, value=value, status=status, workflow_id=workflow_id,
+                      thread_id=thread_id, created_at=at, updated_at=at)
         return await self._write(_records.set_state, state, expected_version)
 
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        return await self._write(_records.update_state, resource_id, key, merge, status, expected_version)
+
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
         check_limit(limit)
-        return await self._read(_records.list_states, resource_id, status, limit)
+        filters = {"status": status, "workflow_id": workflow_id, "thread_id": thread_id}
+        return await self._read(_records.list_states, resource_id, filters, limit)
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
         return await self._write(_records.delete_state, resource_id, key)

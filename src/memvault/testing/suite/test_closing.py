@@ -45,6 +45,7 @@ SAMPLES: dict[str, Any] = {
     "max_age": timedelta(days=1),
     "sink": None,  # replaced by a fresh buffer per call
     "records": [],
+    "source": "voltagent:/nonexistent/memory.db",
 }
 
 

@@ -61,6 +61,10 @@ CALLS = [
     Call("create_thread", kwargs={"exist_ok": True}),
     Call("get_thread"),
     Call("list_threads"),
+    Call("list_threads", kwargs={"title_contains": "ALICE", "order_by": "created_at", "direction": "asc"}),
+    Call("list_threads", kwargs={"metadata": {"owner": "alice"}, "offset": 0}),
+    Call("count_threads"),
+    Call("count_threads", kwargs={"title_contains": "alice", "metadata": {"owner": "alice"}}),
     Call("update_thread", kwargs={"title": "hijacked"}),
     Call("update_thread", kwargs={"metadata": {"owner": "someone"}}),
     Call("delete_thread"),
@@ -93,6 +97,14 @@ CALLS = [
     Call("compare_and_set_state", ("new value",), {"key": "run-1", "expected_version": None},
          needs=("states",)),
     Call("list_states", needs=("states",)),
+    Call("set_state", ("new value",), {"key": "run-2", "workflow_id": "wf"}, needs=("states",)),
+    Call("compare_and_set_state", ("new value",), {"key": "run-2", "expected_version": None, "status": "x"},
+         needs=("states",)),
+    Call("update_state", kwargs={"key": "run-1", "merge": {"step": 9}}, needs=("states",)),
+    Call("update_state", kwargs={"key": "run-1", "status": "done", "expected_version": 1}, needs=("states",)),
+    Call("list_states", kwargs={"workflow_id": "wf"}, needs=("states",)),
+    Call("list_suspended", needs=("states",)),
+    Call("list_suspended", kwargs={"workflow_id": "wf"}, needs=("states",)),
     Call("list_states", kwargs={"status": "running"}, needs=("states",)),
     Call("delete_state", kwargs={"key": "run-1"}, needs=("states",)),
     Call("get_summary", needs=("summaries",)),
@@ -127,6 +139,8 @@ async def _populate_alice(memory: Memory) -> None:
     await memory.update_working_memory("alice's note", resource_id=ALICE)
     if has(memory, "states"):
         await memory.set_state({"step": 1}, resource_id=ALICE, key="run-1", status="running")
+        await memory.set_state({"step": 2}, resource_id=ALICE, key="run-2", status="suspended",
+                               workflow_id="wf", thread_id=ALICE_THREAD)
     if has(memory, "summaries"):
         await memory.save_summary("alice asked about Oslo's weather", thread_id=ALICE_THREAD,
                                   resource_id=ALICE, through_message_id="m2", expected_version=None)
