@@ -11,6 +11,13 @@ hundred new messages). Triggers keep indexed rows right when they are updated or
 whoever writes the ``messages`` table, so deleted text never stays in the index. ``rowid`` is
 AUTOINCREMENT, so a new row never reuses the rowid of an indexed one.
 
+A message's indexed text is :data:`BODY_SQL`: its ``body`` column, the folded text
+(:func:`memvault.rules.words.index_text`), or, for a message of one text part whose folded text
+differs from the text by ASCII case alone (most messages), the empty BLOB marker
+:data:`SAME_AS_TEXT` (migration 8): the text is then stored once, in ``parts``, and indexed from
+there (FTS5's tokenizer folds case itself, and the lengths are equal, so the tokens and the
+search statistics are the same).
+
 Message vectors (``message_vectors``, float32 BLOBs keyed by the message's rowid) are derived
 data too: triggers delete a message's vector with the message, or when its text changes (it is
 then embedded again). ``embedding_model`` records the one model the vectors came from.
@@ -25,6 +32,15 @@ from memvault.errors import SchemaVersionError, StoreOpenError
 SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
 
+
+SAME_AS_TEXT = b""
+"""The ``body`` of a message whose indexed text is its single text part's text (an empty BLOB:
+a folded text is never a BLOB)."""
+
+BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN json_extract({row}.parts, '$[0].text')"
+            " ELSE {row}.body END")
+"""A message's indexed text, in SQL (``{row}``: a table name or alias): ``body``, or the text of
+its single text part when ``body`` is :data:`SAME_AS_TEXT`."""
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The full-text index's tokenizer (as in the migrations below)."""
@@ -206,6 +222,57 @@ MIGRATIONS: tuple[str, ...] = (
         max_age_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 8: the text of a plain text message is stored once: ``body`` holds SAME_AS_TEXT instead of
+    # a copy that differs by ASCII case alone, and the index, its triggers and the search
+    # statistics read BODY_SQL. The tokens and lengths are unchanged, so the index and the
+    # statistics stay as they are; the freed space is reused by new rows (VACUUM returns it).
+    f"""
+    DROP TRIGGER messages_fts_delete;
+    DROP TRIGGER messages_fts_update;
+    DROP TRIGGER messages_stats_insert;
+    DROP TRIGGER messages_stats_delete;
+    DROP TRIGGER messages_stats_update;
+    DROP VIEW messages_fts_source;
+    UPDATE messages SET body = X''
+    WHERE typeof(body) = 'text' AND json_valid(parts) AND json_array_length(parts) = 1
+        AND json_extract(parts, '$[0].type') = 'text'
+        AND typeof(json_extract(parts, '$[0].text')) = 'text'
+        AND length(body) = length(json_extract(parts, '$[0].text'))
+        AND body = lower(json_extract(parts, '$[0].text'));
+    CREATE VIEW messages_fts_source AS
+        SELECT rowid AS row_id, {BODY_SQL.format(row='messages')} AS body,
+            {SCOPE_SQL.format(row='messages')} AS scope FROM messages;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+    END;
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+        INSERT INTO messages_fts (rowid, body, scope)
+        VALUES (new.rowid, {BODY_SQL.format(row='new')}, {SCOPE_SQL.format(row='new')});
+    END;
+    CREATE TRIGGER messages_stats_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES
+            (new.resource_id, 1, length({BODY_SQL.format(row='new')}))
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
+    END;
+    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
+        WHERE resource_id = old.resource_id;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
+        WHERE resource_id = old.resource_id;
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES
+            (new.resource_id, 1, length({BODY_SQL.format(row='new')}))
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    """,
 )
 
 LATEST = len(MIGRATIONS)
@@ -281,7 +348,8 @@ def index_pending(conn: sqlite3.Connection) -> int:
         return 0
     count = conn.execute(
         "INSERT INTO messages_fts (rowid, body, scope)"
-        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"
+        " FROM messages"
         " WHERE rowid > ? ORDER BY rowid",
         (upto,),
     ).rowcount

@@ -40,7 +40,7 @@ from memvault.model import SearchHit
 from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
-from memvault.stores.sqlite.schema import SCOPE_SQL, TOKENIZE, scope_token
+from memvault.stores.sqlite.schema import BODY_SQL, SCOPE_SQL, TOKENIZE, scope_token
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -91,8 +91,8 @@ def search(
     scale = K1 * B / average if average else 0.0
     # rowid lookups, one per match (CROSS JOIN keeps that order): never a scan of the
     # resource's index, whose cost would be the resource's size, not the matches'
-    sql = ("SELECT m.rowid, length(m.body), m.created_us FROM json_each(?) CROSS JOIN messages AS m"
-           " ON m.rowid = json_each.value WHERE +m.resource_id = ?")
+    sql = (f"SELECT m.rowid, length({BODY_SQL.format(row='m')}), m.created_us FROM json_each(?)"
+           " CROSS JOIN messages AS m ON m.rowid = json_each.value WHERE +m.resource_id = ?")
     extra: list[Any] = [resource_id]
     cutoff = cutoff_us(conn, resource_id)  # expired messages are never hits (scores count them until swept)
     if cutoff is not None:
@@ -145,7 +145,8 @@ def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[str, ...]:
     conn.execute(f"CREATE VIRTUAL TABLE temp.{TAIL_TABLE} USING fts5(body, scope, tokenize='{TOKENIZE}')")
     conn.execute(
         f"INSERT INTO temp.{TAIL_TABLE} (rowid, body, scope)"
-        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"
+        " FROM messages"
         " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress) AND resource_id = ?",
         (resource_id,))
     return (TAIL_TABLE,)
