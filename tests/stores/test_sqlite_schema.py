@@ -48,7 +48,7 @@ async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
         path, "table")
     assert {"messages_fts_delete", "messages_fts_update", "messages_vectors_delete",
             "messages_vectors_update", "messages_summary_delete", "messages_summary_update",
-            "messages_stats_insert", "messages_stats_delete", "messages_stats_update"} == names(
+            "messages_stats_delete", "messages_stats_update"} == names(
         path, "trigger"
     )
     store = await SqliteStore.open(path)  # opening again changes nothing
@@ -285,6 +285,15 @@ def test_unknown_durability_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "x.db", durability="sometimes")  # type: ignore[arg-type]
 
 
+def index_before_8(conn: sqlite3.Connection) -> None:
+    """Index the pending messages as memvault did before migration 8 (from ``body``; the
+    statistics were kept by a trigger on insert)."""
+    conn.execute("INSERT INTO messages_fts (rowid, body, scope) SELECT rowid, body,"
+                 " 's' || hex(resource_id) || '0' FROM messages"
+                 " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)")
+    conn.execute("UPDATE messages_fts_progress SET indexed_upto = (SELECT max(rowid) FROM messages)")
+
+
 SCORED = {"ada": ["I like green tea", "tea time", "green paint, green wall", "ok"],
           "bob": ["green tea secret"] * 5}
 
@@ -305,7 +314,7 @@ def build_version_5(path: Path) -> None:
                     " created_us, body) VALUES (?, 't1', ?, ?, 'user', ?, '{}', ?, ?)",
                     (resource, f"m{seq}", seq, json.dumps([{"type": "text", "text": text}]),
                      1700000000000000 + seq, text.lower()))
-        index_pending(conn)
+        index_before_8(conn)
         conn.execute("DELETE FROM messages WHERE body = 'to delete'")
         conn.execute("UPDATE messages SET body = 'tea', parts = ? WHERE body = 'to update'",
                      (json.dumps([{"type": "text", "text": "tea"}]),))
@@ -361,7 +370,7 @@ def build_version_7(path: Path) -> None:
                 (message.id, seq, message.role, message.parts_json(), 1700000000000000 + seq,
                  index_text(message)))
             if seq == 3:
-                index_pending(conn)  # p1-p3 indexed, the rest pending
+                index_before_8(conn)  # p1-p3 indexed, the rest pending
         conn.execute("COMMIT")
 
 

@@ -222,10 +222,14 @@ MIGRATIONS: tuple[str, ...] = (
         max_age_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
-    # 8: the text of a plain text message is stored once: ``body`` holds SAME_AS_TEXT instead of
-    # a copy that differs by ASCII case alone, and the index, its triggers and the search
-    # statistics read BODY_SQL. The tokens and lengths are unchanged, so the index and the
-    # statistics stay as they are; the freed space is reused by new rows (VACUUM returns it).
+    # 8: fewer bytes stored and written per message.
+    # - The text of a plain text message is stored once: ``body`` holds SAME_AS_TEXT instead of
+    #   a copy that differs by ASCII case alone, and the index, its triggers and the search
+    #   statistics read BODY_SQL. The tokens and lengths are unchanged, so the index stays as it
+    #   is; the freed space is reused by new rows (VACUUM returns it).
+    # - ``search_stats`` counts the indexed messages only: index_pending adds a batch's counts,
+    #   and the triggers change them only for indexed rows, so a save no longer writes the
+    #   statistics page (a search adds the counts of the messages it indexes on the fly).
     f"""
     DROP TRIGGER messages_fts_delete;
     DROP TRIGGER messages_fts_update;
@@ -254,17 +258,18 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO messages_fts (rowid, body, scope)
         VALUES (new.rowid, {BODY_SQL.format(row='new')}, {SCOPE_SQL.format(row='new')});
     END;
-    CREATE TRIGGER messages_stats_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO search_stats (resource_id, docs, chars) VALUES
-            (new.resource_id, 1, length({BODY_SQL.format(row='new')}))
-        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
-    END;
-    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM search_stats;
+    INSERT INTO search_stats (resource_id, docs, chars)
+        SELECT resource_id, count(*), sum(length({BODY_SQL.format(row='messages')})) FROM messages
+        WHERE rowid <= (SELECT indexed_upto FROM messages_fts_progress) GROUP BY resource_id;
+    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
         UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
         WHERE resource_id = old.resource_id;
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
-    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages BEGIN
+    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
         UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
         WHERE resource_id = old.resource_id;
         INSERT INTO search_stats (resource_id, docs, chars) VALUES
@@ -339,13 +344,25 @@ def unindexed(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
+PENDING_STATS_SQL = (
+    f"SELECT resource_id, count(*), coalesce(sum(length({BODY_SQL.format(row='messages')})), 0)"
+    " FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)"
+)
+"""Messages not indexed yet, and their characters of indexed text, by resource (add
+``AND resource_id = ?`` for one, then ``GROUP BY resource_id``)."""
+
+
 def index_pending(conn: sqlite3.Connection) -> int:
-    """Index the messages not indexed yet, inside the caller's write transaction; returns how
-    many."""
+    """Index the messages not indexed yet, and add them to their resources' ``search_stats``,
+    inside the caller's write transaction; returns how many."""
     (upto,) = conn.execute("SELECT indexed_upto FROM messages_fts_progress").fetchone()
     (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
     if last is None or last <= upto:
         return 0
+    conn.execute(
+        f"INSERT INTO search_stats (resource_id, docs, chars) {PENDING_STATS_SQL} GROUP BY resource_id"
+        " ON CONFLICT (resource_id) DO UPDATE SET docs = docs + excluded.docs,"
+        " chars = chars + excluded.chars")
     count = conn.execute(
         "INSERT INTO messages_fts (rowid, body, scope)"
         f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"
@@ -361,6 +378,7 @@ def rebuild_search_index(conn: sqlite3.Connection) -> int:
     """Rebuild the whole full-text index from the messages, inside the caller's write
     transaction; returns how many messages it covers."""
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+    conn.execute("DELETE FROM search_stats")
     conn.execute("UPDATE messages_fts_progress SET indexed_upto = 0")
     index_pending(conn)
     (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()
