@@ -410,8 +410,8 @@ async def test_migration_8_stores_plain_text_once_and_search_is_unchanged(tmp_pa
 
 
 async def test_a_message_stored_once_is_indexed_and_erased_like_any(tmp_path: Path) -> None:
-    """A plain text message (body SAME_AS_TEXT) updated to a non-plain one and back, then deleted:
-    the index follows each step, and nothing of it stays indexed."""
+    """A plain text message (its body a same_as_text marker) updated to a non-plain one and
+    back, then deleted: the index follows each step, and nothing of it stays indexed."""
     path = tmp_path / "once.db"
     async with await Memory.open(f"sqlite:///{path}") as memory:
         await memory.save_messages([Message.user("Oolong Tea", id="m")], thread_id="t", resource_id="ada")
@@ -422,7 +422,7 @@ async def test_a_message_stored_once_is_indexed_and_erased_like_any(tmp_path: Pa
         assert [h.message.id for h in await memory.search_messages(resource_id="ada", query="creme")] == ["m"]
         assert await memory.search_messages(resource_id="ada", query="oolong") == []
         with raw(path) as conn:  # a raw writer changing only the parts of a stored-once message
-            conn.execute("UPDATE messages SET body = X'', parts = ? WHERE id = 'm'",
+            conn.execute("UPDATE messages SET body = CAST(7 AS BLOB), parts = ? WHERE id = 'm'",
                          (json.dumps([{"type": "text", "text": "Jasmine"}]),))
         assert_fts_in_step(path)
         hits = await memory.search_messages(resource_id="ada", query="jasmine")

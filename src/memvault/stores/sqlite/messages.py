@@ -18,7 +18,7 @@ from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
 from memvault.stores.sqlite.retention import cutoff_us
-from memvault.stores.sqlite.schema import SAME_AS_TEXT
+from memvault.stores.sqlite.schema import same_as_text
 from memvault.stores.sqlite.threads import get_thread
 
 _CHUNK = 500
@@ -38,13 +38,13 @@ def prepare(message: Message) -> Prepared:
 def stored_body(text: str | None, index: str) -> str | bytes:
     """The ``body`` column of a message whose folded index text is ``index``, ``text`` being
     the text of its single text part (``None`` when it has other parts, or several):
-    :data:`~.schema.SAME_AS_TEXT` when ``index`` differs from ``text`` by ASCII case alone (the
-    index then reads the text from ``parts``, :data:`~.schema.BODY_SQL`: FTS5 folds case, and
-    the lengths are equal), else ``index``."""
+    the marker :func:`~.schema.same_as_text` when ``index`` differs from ``text`` by ASCII case
+    alone (the index then reads the text from ``parts``, :data:`~.schema.BODY_SQL`: FTS5 folds
+    case, and the lengths are equal), else ``index``."""
     if text is None or len(text) != len(index):
         return index
     same = text.lower() == index if text.isascii() else text.translate(_ASCII_LOWER) == index
-    return SAME_AS_TEXT if same else index
+    return same_as_text(text) if same else index
 
 
 def save_messages(

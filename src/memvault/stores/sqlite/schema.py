@@ -13,10 +13,11 @@ AUTOINCREMENT, so a new row never reuses the rowid of an indexed one.
 
 A message's indexed text is :data:`BODY_SQL`: its ``body`` column, the folded text
 (:func:`memvault.rules.words.index_text`), or, for a message of one text part whose folded text
-differs from the text by ASCII case alone (most messages), the empty BLOB marker
-:data:`SAME_AS_TEXT` (migration 8): the text is then stored once, in ``parts``, and indexed from
-there (FTS5's tokenizer folds case itself, and the lengths are equal, so the tokens and the
-search statistics are the same).
+differs from the text by ASCII case alone (most messages), a BLOB marker holding the text's
+length in decimal digits (:func:`same_as_text`, migration 8): the text is then stored once, in
+``parts``, and indexed from there (FTS5's tokenizer folds case itself, so the tokens are the
+same), and its length in characters (:data:`BODY_CHARS_SQL`, for the search statistics) is read
+without parsing the JSON.
 
 Message vectors (``message_vectors``, float32 BLOBs keyed by the message's rowid) are derived
 data too: triggers delete a message's vector with the message, or when its text changes (it is
@@ -33,14 +34,22 @@ SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
 
 
-SAME_AS_TEXT = b""
-"""The ``body`` of a message whose indexed text is its single text part's text (an empty BLOB:
-a folded text is never a BLOB)."""
+def same_as_text(text: str) -> bytes:
+    """The ``body`` of a message whose indexed text is ``text``, its single text part: the
+    length of ``text`` in characters, in decimal digits, as a BLOB (a folded text is never a
+    BLOB)."""
+    return str(len(text)).encode()
 
-BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN json_extract({row}.parts, '$[0].text')"
-            " ELSE {row}.body END")
+
+BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CASE WHEN json_valid({row}.parts)"
+            " THEN json_extract({row}.parts, '$[0].text') ELSE '' END ELSE {row}.body END")
 """A message's indexed text, in SQL (``{row}``: a table name or alias): ``body``, or the text of
-its single text part when ``body`` is :data:`SAME_AS_TEXT`."""
+its single text part when ``body`` is a :func:`same_as_text` marker (``''`` if the parts are
+damaged, whenever it is read: what is indexed is what is deleted from the index)."""
+
+BODY_CHARS_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CAST(CAST({row}.body AS TEXT) AS INTEGER)"
+                  " ELSE length({row}.body) END")
+"""The length of :data:`BODY_SQL` in characters, without parsing the parts."""
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The full-text index's tokenizer (as in the migrations below)."""
@@ -223,10 +232,10 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     """,
     # 8: fewer bytes stored and written per message.
-    # - The text of a plain text message is stored once: ``body`` holds SAME_AS_TEXT instead of
-    #   a copy that differs by ASCII case alone, and the index, its triggers and the search
-    #   statistics read BODY_SQL. The tokens and lengths are unchanged, so the index stays as it
-    #   is; the freed space is reused by new rows (VACUUM returns it).
+    # - The text of a plain text message is stored once: ``body`` holds a same_as_text marker
+    #   instead of a copy that differs by ASCII case alone, and the index and its triggers read
+    #   BODY_SQL, the search statistics BODY_CHARS_SQL. The tokens and lengths are unchanged, so
+    #   the index stays as it is; the freed space is reused by new rows (VACUUM returns it).
     # - ``search_stats`` counts the indexed messages only: index_pending adds a batch's counts,
     #   and the triggers change them only for indexed rows, so a save no longer writes the
     #   statistics page (a search adds the counts of the messages it indexes on the fly).
@@ -237,7 +246,7 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TRIGGER messages_stats_delete;
     DROP TRIGGER messages_stats_update;
     DROP VIEW messages_fts_source;
-    UPDATE messages SET body = X''
+    UPDATE messages SET body = CAST(length(body) AS BLOB)
     WHERE typeof(body) = 'text' AND json_valid(parts) AND json_array_length(parts) = 1
         AND json_extract(parts, '$[0].type') = 'text'
         AND typeof(json_extract(parts, '$[0].text')) = 'text'
@@ -260,20 +269,20 @@ MIGRATIONS: tuple[str, ...] = (
     END;
     DELETE FROM search_stats;
     INSERT INTO search_stats (resource_id, docs, chars)
-        SELECT resource_id, count(*), sum(length({BODY_SQL.format(row='messages')})) FROM messages
+        SELECT resource_id, count(*), sum({BODY_CHARS_SQL.format(row='messages')}) FROM messages
         WHERE rowid <= (SELECT indexed_upto FROM messages_fts_progress) GROUP BY resource_id;
     CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages
     WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
-        UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')}
         WHERE resource_id = old.resource_id;
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
     CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages
     WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
-        UPDATE search_stats SET docs = docs - 1, chars = chars - length({BODY_SQL.format(row='old')})
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')}
         WHERE resource_id = old.resource_id;
         INSERT INTO search_stats (resource_id, docs, chars) VALUES
-            (new.resource_id, 1, length({BODY_SQL.format(row='new')}))
+            (new.resource_id, 1, {BODY_CHARS_SQL.format(row='new')})
         ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
@@ -345,11 +354,13 @@ def unindexed(conn: sqlite3.Connection) -> int:
 
 
 PENDING_STATS_SQL = (
-    f"SELECT resource_id, count(*), coalesce(sum(length({BODY_SQL.format(row='messages')})), 0)"
-    " FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)"
+    f"SELECT resource_id, count(*), coalesce(sum({BODY_CHARS_SQL.format(row='messages')}), 0)"
+    " FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress){where}"
+    " GROUP BY +resource_id"
 )
-"""Messages not indexed yet, and their characters of indexed text, by resource (add
-``AND resource_id = ?`` for one, then ``GROUP BY resource_id``)."""
+"""Messages not indexed yet, and their characters of indexed text, by resource; ``{where}``:
+``""``, or ``" AND +resource_id = ?"`` for one resource. The unary ``+`` keeps the plan on the
+rowid range of the pending rows, never a walk of a ``resource_id`` index."""
 
 
 def index_pending(conn: sqlite3.Connection) -> int:
@@ -360,7 +371,7 @@ def index_pending(conn: sqlite3.Connection) -> int:
     if last is None or last <= upto:
         return 0
     conn.execute(
-        f"INSERT INTO search_stats (resource_id, docs, chars) {PENDING_STATS_SQL} GROUP BY resource_id"
+        f"INSERT INTO search_stats (resource_id, docs, chars) {PENDING_STATS_SQL.format(where='')}"
         " ON CONFLICT (resource_id) DO UPDATE SET docs = docs + excluded.docs,"
         " chars = chars + excluded.chars")
     count = conn.execute(

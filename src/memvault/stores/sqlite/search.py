@@ -42,6 +42,7 @@ from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
 from memvault.stores.sqlite.schema import (
+    BODY_CHARS_SQL,
     BODY_SQL,
     PENDING_STATS_SQL,
     SCOPE_SQL,
@@ -110,7 +111,7 @@ def _search(
     scale = K1 * B / average if average else 0.0
     # rowid lookups, one per match (CROSS JOIN keeps that order): never a scan of the
     # resource's index, whose cost would be the resource's size, not the matches'
-    sql = (f"SELECT m.rowid, length({BODY_SQL.format(row='m')}), m.created_us FROM json_each(?)"
+    sql = (f"SELECT m.rowid, {BODY_CHARS_SQL.format(row='m')}, m.created_us FROM json_each(?)"
            " CROSS JOIN messages AS m ON m.rowid = json_each.value WHERE +m.resource_id = ?")
     extra: list[Any] = [resource_id]
     cutoff = cutoff_us(conn, resource_id)  # expired messages are never hits (scores count them until swept)
@@ -157,8 +158,7 @@ def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[tuple[str, 
     indexed ones do (``()`` when there are none), with their count and characters of indexed
     text (for the statistics). The caller drops the table. A temporary table is the
     connection's own (memory or a temporary file): the database file is not written."""
-    row = conn.execute(f"{PENDING_STATS_SQL} AND resource_id = ? GROUP BY resource_id",
-                       (resource_id,)).fetchone()
+    row = conn.execute(PENDING_STATS_SQL.format(where=" AND +resource_id = ?"), (resource_id,)).fetchone()
     if row is None:
         return (), 0, 0
     conn.execute(f"CREATE VIRTUAL TABLE temp.{TAIL_TABLE} USING fts5(body, scope, tokenize='{TOKENIZE}')")
