@@ -74,7 +74,8 @@ READ_BLOCK = 50
 DURABILITIES = {"": "NORMAL", "_full": "FULL"}
 """A system's name suffix and its ``synchronous`` setting."""
 COUNTED_TURNS = 300  # turns written under strace per system and durability (after a warm-up)
-COUNTED_WARMUP = 50
+COUNTED_WARMUP = 200
+COUNTED_THREADS = 10  # few, so that the warm-up opens every connection the peer will use
 
 #: ``name: (comparison, bound)`` for each ratio the issue sets a target on, at concurrency 1
 #: (memvault and the peer at equal durability); see :func:`targets`.
@@ -745,13 +746,19 @@ def count_syscalls(
     (``pwrite``: WAL frames, and checkpoints into the database file) per turn, over ``turns``
     turns of the workload written after a warm-up of :data:`COUNTED_WARMUP` turns, each system
     in its own child process under ``strace`` (:mod:`memvault.bench.syscalls`). memvault and
-    the peer serve ``concurrency`` conversations at once, as in the timed run."""
+    the peer serve ``concurrency`` conversations at once, as in the timed run.
+
+    The turns go to at most :data:`COUNTED_THREADS` threads: the peer opens a connection per
+    session and executor thread on first use, and each new connection syncs the WAL and its
+    folder once; with few sessions the warm-up opens them all, so the count is that of the
+    steady state (in the timed run they are opened once per session and thread, over ~100
+    turns per session)."""
     messages = 2 * (turns + COUNTED_WARMUP)
-    threads = max(1, min(threads, turns + COUNTED_WARMUP))
+    threads = max(1, min(threads, COUNTED_THREADS))
     out: dict[str, Any] = {"method": "strace -f -e trace=fsync,fdatasync,pwrite64 on a child "
                                      "process, counted between markers (open, warm-up and close "
                                      "left out)",
-                           "turns": turns, "warmup_turns": COUNTED_WARMUP,
+                           "turns": turns, "warmup_turns": COUNTED_WARMUP, "threads": threads,
                            "concurrency": concurrency, "systems": {}}
     for name in WRITERS:
         folder = _fresh_folder(db_dir)
