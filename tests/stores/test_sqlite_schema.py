@@ -48,7 +48,7 @@ async def test_a_new_file_gets_the_latest_version(tmp_path: Path) -> None:
         path, "table")
     assert {"messages_fts_delete", "messages_fts_update", "messages_vectors_delete",
             "messages_vectors_update", "messages_summary_delete", "messages_summary_update",
-            "messages_stats_insert", "messages_stats_delete", "messages_stats_update"} == names(
+            "messages_stats_delete", "messages_stats_update"} == names(
         path, "trigger"
     )
     store = await SqliteStore.open(path)  # opening again changes nothing
@@ -288,6 +288,15 @@ def test_unknown_durability_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "x.db", durability="sometimes")  # type: ignore[arg-type]
 
 
+def index_before_8(conn: sqlite3.Connection) -> None:
+    """Index the pending messages as memvault did before migration 8 (from ``body``; the
+    statistics were kept by a trigger on insert)."""
+    conn.execute("INSERT INTO messages_fts (rowid, body, scope) SELECT rowid, body,"
+                 " 's' || hex(resource_id) || '0' FROM messages"
+                 " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)")
+    conn.execute("UPDATE messages_fts_progress SET indexed_upto = (SELECT max(rowid) FROM messages)")
+
+
 SCORED = {"ada": ["I like green tea", "tea time", "green paint, green wall", "ok"],
           "bob": ["green tea secret"] * 5}
 
@@ -308,7 +317,7 @@ def build_version_5(path: Path) -> None:
                     " created_us, body) VALUES (?, 't1', ?, ?, 'user', ?, '{}', ?, ?)",
                     (resource, f"m{seq}", seq, json.dumps([{"type": "text", "text": text}]),
                      1700000000000000 + seq, text.lower()))
-        index_pending(conn)
+        index_before_8(conn)
         conn.execute("DELETE FROM messages WHERE body = 'to delete'")
         conn.execute("UPDATE messages SET body = 'tea', parts = ? WHERE body = 'to update'",
                      (json.dumps([{"type": "text", "text": "tea"}]),))
@@ -334,3 +343,95 @@ async def test_migration_6_computes_each_resources_search_statistics(tmp_path: P
                                    thread_id="t1", resource_id="ada")
         fresh = await memory.search_messages(resource_id="ada", query="green tea")
     assert [(h.message.id, h.score) for h in fresh] == [(h.message.id, h.score) for h in migrated]
+
+
+# -- migration 8: the text of a plain text message stored once ---------------------------------
+
+PLAIN = {"p1": "Green TEA at Noon", "p2": "the café is open", "p3": "\uff23\uff21\uff26\uff25 time",
+         "p4": "tea — “quoted”"}
+"""Texts whose folded body differs from them by ASCII case alone (p1, p4) or by more (p2, p3:
+full-width letters)."""
+
+
+def build_version_7(path: Path) -> None:
+    """A database before migration 8: plain text messages (some indexed, some not), a tool
+    result and a two-part message, each with ``body`` holding its folded copy."""
+    from memvault.rules.words import index_text
+
+    messages = [Message.user(text, id=i) for i, text in PLAIN.items()]
+    messages += [TOOL, Message(role="user", id="two", parts=[*Message.user("Tea one").parts,
+                                                             *Message.user("tea two").parts])]
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=7) == 0
+        conn.execute("INSERT INTO threads (resource_id, id, created_us, updated_us, next_seq)"
+                     " VALUES ('ada', 't1', 1700000000000000, 1700000000000000, ?)", (len(messages) + 1,))
+        for seq, message in enumerate(messages, start=1):
+            conn.execute(
+                "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata,"
+                " created_us, body) VALUES ('ada', 't1', ?, ?, ?, ?, '{}', ?, ?)",
+                (message.id, seq, message.role, message.parts_json(), 1700000000000000 + seq,
+                 index_text(message)))
+            if seq == 3:
+                index_before_8(conn)  # p1-p3 indexed, the rest pending
+        conn.execute("COMMIT")
+
+
+def bodies(path: Path) -> dict[str, str]:
+    with raw(path) as conn:
+        return dict(conn.execute("SELECT id, typeof(body) FROM messages").fetchall())
+
+
+async def test_migration_8_stores_plain_text_once_and_search_is_unchanged(tmp_path: Path) -> None:
+    """An old file's plain text messages whose body is their text in lower case drop the copy;
+    the index stays in step with the messages, and search finds and scores exactly as in a new
+    file holding the same messages."""
+    path = tmp_path / "v7.db"
+    build_version_7(path)
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert version_of(path) == LATEST
+        assert bodies(path) == {"p1": "blob", "p2": "text", "p3": "text", "p4": "blob",
+                                "tool": "text", "two": "text"}
+        assert_fts_in_step(path)
+        queries = ("tea", "cafe", "quoted", "rainy", "noon", "two")
+        migrated = {q: await memory.search_messages(resource_id="ada", query=q) for q in queries}
+        assert {q: sorted(h.message.id for h in hits) for q, hits in migrated.items()} == {
+            "tea": ["p1", "p4", "two"], "cafe": ["p2", "p3"], "quoted": ["p4"], "rainy": ["tool"],
+            "noon": ["p1"], "two": ["two"]}
+        (p1,) = await memory.get_messages(thread_id="t1", resource_id="ada", ids=["p1"])
+        assert p1.text == PLAIN["p1"]
+    async with await Memory.open(f"sqlite:///{tmp_path / 'new.db'}") as memory:
+        await memory.save_messages(
+            [Message.user(t, id=i) for i, t in PLAIN.items()]
+            + [TOOL, Message(role="user", id="two", parts=[*Message.user("Tea one").parts,
+                                                          *Message.user("tea two").parts])],
+            thread_id="t1", resource_id="ada")
+        assert bodies(tmp_path / "new.db") == bodies(path)
+        for query, hits in migrated.items():
+            fresh = await memory.search_messages(resource_id="ada", query=query)
+            assert [(h.message.id, h.score) for h in fresh] == [(h.message.id, h.score) for h in hits]
+
+
+async def test_a_message_stored_once_is_indexed_and_erased_like_any(tmp_path: Path) -> None:
+    """A plain text message (its body a same_as_text marker) updated to a non-plain one and
+    back, then deleted: the index follows each step, and nothing of it stays indexed."""
+    path = tmp_path / "once.db"
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        await memory.save_messages([Message.user("Oolong Tea", id="m")], thread_id="t", resource_id="ada")
+        await memory.store.index_pending()
+        assert bodies(path) == {"m": "blob"}
+        await memory.save_messages([Message.user("Crème brûlée", id="m")], thread_id="t", resource_id="ada")
+        assert bodies(path) == {"m": "text"}
+        assert [h.message.id for h in await memory.search_messages(resource_id="ada", query="creme")] == ["m"]
+        assert await memory.search_messages(resource_id="ada", query="oolong") == []
+        with raw(path) as conn:  # a raw writer changing only the parts of a stored-once message
+            conn.execute("UPDATE messages SET body = CAST(7 AS BLOB), parts = ? WHERE id = 'm'",
+                         (json.dumps([{"type": "text", "text": "Jasmine"}]),))
+        assert_fts_in_step(path)
+        hits = await memory.search_messages(resource_id="ada", query="jasmine")
+        assert [h.message.id for h in hits] == ["m"]
+        await memory.delete_messages(["m"], thread_id="t", resource_id="ada")
+        assert assert_fts_in_step(path) == 0
+        assert await memory.search_messages(resource_id="ada", query="jasmine") == []
+        with raw(path) as conn:
+            assert conn.execute("SELECT docs FROM search_stats").fetchall() == []

@@ -12,16 +12,39 @@ import sqlite3
 from typing import Any
 
 from memvault.errors import NotFoundError
-from memvault.model import Message, now
+from memvault.model import Message, TextPart, now
+from memvault.rules.words import index_text
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
 from memvault.stores.sqlite.retention import cutoff_us
+from memvault.stores.sqlite.schema import same_as_text
 from memvault.stores.sqlite.threads import get_thread
 
 _CHUNK = 500
-Prepared = tuple[Message, str, str, str]
-"""A message to save with its parts JSON, metadata JSON and full-text body."""
+Prepared = tuple[Message, str, str, str | bytes]
+"""A message to save with its parts JSON, metadata JSON and ``body`` (:func:`stored_body`)."""
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def prepare(message: Message) -> Prepared:
+    """``message`` with the columns it is saved as (built on the caller's thread)."""
+    text = message.parts[0].text if len(message.parts) == 1 and isinstance(
+        message.parts[0], TextPart) else None
+    return (message, message.parts_json(), rows.dumps(message.metadata),
+            stored_body(text, index_text(message)))
+
+
+def stored_body(text: str | None, index: str) -> str | bytes:
+    """The ``body`` column of a message whose folded index text is ``index``, ``text`` being
+    the text of its single text part (``None`` when it has other parts, or several):
+    the marker :func:`~.schema.same_as_text` when ``index`` differs from ``text`` by ASCII case
+    alone (the index then reads the text from ``parts``, :data:`~.schema.BODY_SQL`: FTS5 folds
+    case, and the lengths are equal), else ``index``."""
+    if text is None or len(text) != len(index):
+        return index
+    same = text.lower() == index if text.isascii() else text.translate(_ASCII_LOWER) == index
+    return same_as_text(text) if same else index
 
 
 def save_messages(

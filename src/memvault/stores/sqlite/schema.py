@@ -11,6 +11,14 @@ hundred new messages). Triggers keep indexed rows right when they are updated or
 whoever writes the ``messages`` table, so deleted text never stays in the index. ``rowid`` is
 AUTOINCREMENT, so a new row never reuses the rowid of an indexed one.
 
+A message's indexed text is :data:`BODY_SQL`: its ``body`` column, the folded text
+(:func:`memvault.rules.words.index_text`), or, for a message of one text part whose folded text
+differs from the text by ASCII case alone (most messages), a BLOB marker holding the text's
+length in decimal digits (:func:`same_as_text`, migration 8): the text is then stored once, in
+``parts``, and indexed from there (FTS5's tokenizer folds case itself, so the tokens are the
+same), and its length in characters (:data:`BODY_CHARS_SQL`, for the search statistics) is read
+without parsing the JSON.
+
 Message vectors (``message_vectors``, float32 BLOBs keyed by the message's rowid) are derived
 data too: triggers delete a message's vector with the message, or when its text changes (it is
 then embedded again). ``embedding_model`` records the one model the vectors came from.
@@ -26,6 +34,23 @@ from memvault.stores.thread_queries import sqlite_metadata_matches
 SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
 
+
+def same_as_text(text: str) -> bytes:
+    """The ``body`` of a message whose indexed text is ``text``, its single text part: the
+    length of ``text`` in characters, in decimal digits, as a BLOB (a folded text is never a
+    BLOB)."""
+    return str(len(text)).encode()
+
+
+BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CASE WHEN json_valid({row}.parts)"
+            " THEN json_extract({row}.parts, '$[0].text') ELSE '' END ELSE {row}.body END")
+"""A message's indexed text, in SQL (``{row}``: a table name or alias): ``body``, or the text of
+its single text part when ``body`` is a :func:`same_as_text` marker (``''`` if the parts are
+damaged, whenever it is read: what is indexed is what is deleted from the index)."""
+
+BODY_CHARS_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CAST(CAST({row}.body AS TEXT) AS INTEGER)"
+                  " ELSE length({row}.body) END")
+"""The length of :data:`BODY_SQL` in characters, without parsing the parts."""
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The full-text index's tokenizer (as in the migrations below)."""
@@ -272,6 +297,62 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX states_by_workflow ON states (resource_id, workflow_id, updated_us DESC, key DESC);
     CREATE INDEX states_by_thread ON states (resource_id, thread_id, updated_us DESC, key DESC);
     """,
+    # 11: fewer bytes stored and written per message.
+    # - The text of a plain text message is stored once: ``body`` holds a same_as_text marker
+    #   instead of a copy that differs by ASCII case alone, and the index and its triggers read
+    #   BODY_SQL, the search statistics BODY_CHARS_SQL. The tokens and lengths are unchanged, so
+    #   the index stays as it is; the freed space is reused by new rows (VACUUM returns it).
+    # - ``search_stats`` counts the indexed messages only: index_pending adds a batch's counts,
+    #   and the triggers change them only for indexed rows, so a save no longer writes the
+    #   statistics page (a search adds the counts of the messages it indexes on the fly).
+    f"""
+    DROP TRIGGER messages_fts_delete;
+    DROP TRIGGER messages_fts_update;
+    DROP TRIGGER messages_stats_insert;
+    DROP TRIGGER messages_stats_delete;
+    DROP TRIGGER messages_stats_update;
+    DROP VIEW messages_fts_source;
+    UPDATE messages SET body = CAST(length(body) AS BLOB)
+    WHERE typeof(body) = 'text' AND json_valid(parts) AND json_array_length(parts) = 1
+        AND json_extract(parts, '$[0].type') = 'text'
+        AND typeof(json_extract(parts, '$[0].text')) = 'text'
+        AND length(body) = length(json_extract(parts, '$[0].text'))
+        AND body = lower(json_extract(parts, '$[0].text'));
+    CREATE VIEW messages_fts_source AS
+        SELECT rowid AS row_id, {BODY_SQL.format(row='messages')} AS body,
+            {SCOPE_SQL.format(row='messages')} AS scope FROM messages;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+    END;
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+        INSERT INTO messages_fts (rowid, body, scope)
+        VALUES (new.rowid, {BODY_SQL.format(row='new')}, {SCOPE_SQL.format(row='new')});
+    END;
+    DELETE FROM search_stats;
+    INSERT INTO search_stats (resource_id, docs, chars)
+        SELECT resource_id, count(*), sum({BODY_CHARS_SQL.format(row='messages')}) FROM messages
+        WHERE rowid <= (SELECT indexed_upto FROM messages_fts_progress) GROUP BY resource_id;
+    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')}
+        WHERE resource_id = old.resource_id;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')}
+        WHERE resource_id = old.resource_id;
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES
+            (new.resource_id, 1, {BODY_CHARS_SQL.format(row='new')})
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    """,
 )
 
 LATEST = len(MIGRATIONS)
@@ -348,16 +429,31 @@ def unindexed(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
+PENDING_STATS_SQL = (
+    f"SELECT resource_id, count(*), coalesce(sum({BODY_CHARS_SQL.format(row='messages')}), 0)"
+    " FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress){where}"
+    " GROUP BY +resource_id"
+)
+"""Messages not indexed yet, and their characters of indexed text, by resource; ``{where}``:
+``""``, or ``" AND +resource_id = ?"`` for one resource. The unary ``+`` keeps the plan on the
+rowid range of the pending rows, never a walk of a ``resource_id`` index."""
+
+
 def index_pending(conn: sqlite3.Connection) -> int:
-    """Index the messages not indexed yet, inside the caller's write transaction; returns how
-    many."""
+    """Index the messages not indexed yet, and add them to their resources' ``search_stats``,
+    inside the caller's write transaction; returns how many."""
     (upto,) = conn.execute("SELECT indexed_upto FROM messages_fts_progress").fetchone()
     (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
     if last is None or last <= upto:
         return 0
+    conn.execute(
+        f"INSERT INTO search_stats (resource_id, docs, chars) {PENDING_STATS_SQL.format(where='')}"
+        " ON CONFLICT (resource_id) DO UPDATE SET docs = docs + excluded.docs,"
+        " chars = chars + excluded.chars")
     count = conn.execute(
         "INSERT INTO messages_fts (rowid, body, scope)"
-        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"
+        " FROM messages"
         " WHERE rowid > ? ORDER BY rowid",
         (upto,),
     ).rowcount
@@ -369,6 +465,7 @@ def rebuild_search_index(conn: sqlite3.Connection) -> int:
     """Rebuild the whole full-text index from the messages, inside the caller's write
     transaction; returns how many messages it covers."""
     conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')")
+    conn.execute("DELETE FROM search_stats")
     conn.execute("UPDATE messages_fts_progress SET indexed_upto = 0")
     index_pending(conn)
     (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()

@@ -14,7 +14,8 @@ Scores are BM25 computed from the resource's data alone (invariant 3), never fro
 ``bm25()``, whose statistics are those of the whole index (every resource's messages: one
 resource could then learn whether another wrote a word from its own hits' scores). For a
 message ``d`` of a resource with ``N`` messages of ``avg`` characters of indexed text on
-average (``search_stats``, kept by triggers), and the query groups it contains::
+average (``search_stats`` for its indexed messages, kept by :func:`~.schema.index_pending` and
+triggers, plus those a search indexes on the fly), and the query groups it contains::
 
     score(d) = sum(idf(g)) * (k1 + 1) / (1 + k1 * (1 - b + b * length(d) / avg))
     idf(g)   = ln((N - n(g) + 0.5) / (n(g) + 0.5) + 1)
@@ -40,7 +41,14 @@ from memvault.model import SearchHit
 from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
-from memvault.stores.sqlite.schema import SCOPE_SQL, TOKENIZE, scope_token
+from memvault.stores.sqlite.schema import (
+    BODY_CHARS_SQL,
+    BODY_SQL,
+    PENDING_STATS_SQL,
+    SCOPE_SQL,
+    TOKENIZE,
+    scope_token,
+)
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -61,25 +69,37 @@ def search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int
 ) -> list[SearchHit]:
     """The resource's (or the thread's) messages matching the query ``groups``, best first."""
+    if not groups:
+        return []
+    tail, docs, chars = _index_tail(conn, resource_id)
+    try:
+        return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars)
+    finally:
+        for table in tail:
+            conn.execute(f"DROP TABLE temp.{table}")
+
+
+def _search(
+    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None,
+    limit: int, tail: tuple[str, ...], docs: int, chars: int,
+) -> list[SearchHit]:
+    """:func:`search` once the resource's pending messages are in ``tail`` and its statistics
+    (indexed and pending messages) are known."""
     stats = conn.execute(
         "SELECT docs, chars FROM search_stats WHERE resource_id = ?", (resource_id,)).fetchone()
-    if stats is None or not groups:
+    if stats is not None:
+        docs, chars = docs + int(stats[0]), chars + int(stats[1])
+    if not docs:
         return []
-    docs, chars = int(stats[0]), int(stats[1])
     scope = f'scope : "{scope_token(resource_id)}" AND '
     unique = list(dict.fromkeys(tuple(g) for g in groups))
     common = _common(conn, scope, unique, docs)
     kept = [g for g in unique if g not in common] or unique
-    tail = _index_tail(conn, resource_id)
     having: list[list[int]] = []
-    try:
-        for group in kept:  # each group's messages in the resource, by FTS5 (one pass each)
-            match = scope + "body : " + (fts5_match([list(group)]) or "")
-            having.append([r for table in ("messages_fts", *tail) for (r,) in conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,))])
-    finally:
-        for table in tail:
-            conn.execute(f"DROP TABLE temp.{table}")
+    for group in kept:  # each group's messages in the resource, by FTS5 (one pass each)
+        match = scope + "body : " + (fts5_match([list(group)]) or "")
+        having.append([r for table in ("messages_fts", *tail) for (r,) in conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,))])
     weights: dict[int, float] = {}
     for rowids in having:  # the groups in query order, so that a sum is always made the same way
         weight = idf(docs, len(rowids))
@@ -91,8 +111,8 @@ def search(
     scale = K1 * B / average if average else 0.0
     # rowid lookups, one per match (CROSS JOIN keeps that order): never a scan of the
     # resource's index, whose cost would be the resource's size, not the matches'
-    sql = ("SELECT m.rowid, length(m.body), m.created_us FROM json_each(?) CROSS JOIN messages AS m"
-           " ON m.rowid = json_each.value WHERE +m.resource_id = ?")
+    sql = (f"SELECT m.rowid, {BODY_CHARS_SQL.format(row='m')}, m.created_us FROM json_each(?)"
+           " CROSS JOIN messages AS m ON m.rowid = json_each.value WHERE +m.resource_id = ?")
     extra: list[Any] = [resource_id]
     cutoff = cutoff_us(conn, resource_id)  # expired messages are never hits (scores count them until swept)
     if cutoff is not None:
@@ -131,24 +151,24 @@ TAIL_TABLE = "messages_fts_tail"
 """The temporary full-text table of :func:`_index_tail` (in the connection's ``temp`` schema)."""
 
 
-def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[str, ...]:
+def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[tuple[str, ...], int, int]:
     """The resource's messages the index does not hold yet (saved by a process that has not
     indexed them, or not indexable now: a read-only open, a full disk), indexed in a temporary
     FTS5 table of the connection with the index's own tokenizer, so that they match exactly as
-    indexed ones do; ``()`` when there are none. The caller drops the table. A temporary table
-    is the connection's own (memory or a temporary file): the database file is not written."""
-    (pending,) = conn.execute(
-        "SELECT count(*) FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress)"
-        " AND resource_id = ?", (resource_id,)).fetchone()
-    if not pending:
-        return ()
+    indexed ones do (``()`` when there are none), with their count and characters of indexed
+    text (for the statistics). The caller drops the table. A temporary table is the
+    connection's own (memory or a temporary file): the database file is not written."""
+    row = conn.execute(PENDING_STATS_SQL.format(where=" AND +resource_id = ?"), (resource_id,)).fetchone()
+    if row is None:
+        return (), 0, 0
     conn.execute(f"CREATE VIRTUAL TABLE temp.{TAIL_TABLE} USING fts5(body, scope, tokenize='{TOKENIZE}')")
     conn.execute(
         f"INSERT INTO temp.{TAIL_TABLE} (rowid, body, scope)"
-        f" SELECT rowid, body, {SCOPE_SQL.format(row='messages')} FROM messages"
+        f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"
+        " FROM messages"
         " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress) AND resource_id = ?",
         (resource_id,))
-    return (TAIL_TABLE,)
+    return (TAIL_TABLE,), int(row[1]), int(row[2])
 
 
 def _common(

@@ -39,8 +39,7 @@ from typing import Any, Literal, TypeVar
 
 from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
-from memvault.rules.words import index_text, query_groups
-from memvault.stores import rows
+from memvault.rules.words import query_groups
 from memvault.stores.base import (
     ALL_MESSAGES,
     ALL_THREADS,
@@ -210,7 +209,7 @@ class SqliteStore(SqliteGraph):
     async def save_messages(
         self, resource_id: str, thread_id: str, messages: Sequence[Message]
     ) -> list[Message]:
-        prepared = [(m, m.parts_json(), rows.dumps(m.metadata), index_text(m)) for m in messages]
+        prepared = [_messages.prepare(m) for m in messages]
         seqs = await self._write(_messages.save_messages, resource_id, thread_id, prepared)
         self._unindexed += len(prepared)
         if self._unindexed >= INDEX_BATCH:
