@@ -24,9 +24,10 @@ async def api(memory: Memory) -> AsyncIterator[httpx.AsyncClient]:
                                  headers={"Authorization": f"Bearer {secret}"}) as client:
         texts = [{"id": f"m{i:02d}", "role": "user", "parts": [{"type": "text", "text": f"line {i}"}]}
                  for i in range(1, COUNT + 1)]
-        assert (await client.post("/v1/threads/t1/messages", json={"messages": texts})).status_code == 201
-        await memory.save_messages([{"id": "theirs", "role": "user", "parts": [{"type": "text", "text": "x"}]}],
-                                   thread_id="t1", resource_id="bob")
+        saved = await client.post("/v1/threads/t1/messages", json={"messages": texts})
+        assert saved.status_code == 201
+        theirs = {"id": "theirs", "role": "user", "parts": [{"type": "text", "text": "x"}]}
+        await memory.save_messages([theirs], thread_id="t1", resource_id="bob")
         yield client
 
 
@@ -58,7 +59,8 @@ async def test_around_a_message(api: httpx.AsyncClient) -> None:
     for extra in ({"last_n": 3}, {"before": "m09"}, {"after": "m02"}, {"first_n": 1}):
         mixed = await api.get("/v1/threads/t1/messages", params={"around": "m06", **extra})
         assert mixed.status_code == 422, extra
-    assert (await api.get("/v1/threads/t1/messages", params={"around": "m06", "range": -1})).status_code == 422
+    negative = await api.get("/v1/threads/t1/messages", params={"around": "m06", "range": -1})
+    assert negative.status_code == 422
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
