@@ -30,7 +30,7 @@ export async function loadStats() {
   }
   for (const [name, label] of rows) {
     box.append(el("div", { class: "stat", "data-stat": name },
-      el("dt", { text: label }), el("dd", { text: stats[name] })));
+      el("dt", { text: label, title: label }), el("dd", { text: stats[name] })));
   }
 }
 
