@@ -6,6 +6,7 @@ the page did is read back through ``Memory`` or the API."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -93,15 +94,24 @@ def thread_queries(studio: Studio) -> bool:
     return answer.status_code == 200 and isinstance(answer.json().get("count"), int)
 
 
-def test_without_the_thread_queries_the_filter_is_hidden(watched: Watched, studio: Studio) -> None:
+def test_an_older_server_without_the_queries_hides_them(watched: Watched, studio: Studio) -> None:
+    """A server from before the thread and state queries answers 404 to them (it reads
+    ``/v1/threads/count`` as a thread named "count", and has no ``/v1/states``): the page hides the
+    filter and the States tab, and the rest works."""
+    page = watched.page
+    no_such_thread = json.dumps({"error": {"code": "not_found", "message": "no such thread for this resource"}})
+    no_route = json.dumps({"detail": "Not Found"})
+    page.route(re.compile(r".*/v1/threads/count(\?.*)?$"),
+               lambda route: route.fulfill(status=404, body=no_such_thread, content_type="application/json"))
+    page.route(re.compile(r".*/v1/states(\?.*)?$"),
+               lambda route: route.fulfill(status=404, body=no_route, content_type="application/json"))
     page = open_studio(watched, studio, "erin")
-    if thread_queries(studio):
-        expect(page.locator("#thread-filter")).to_be_visible()
-        expect(page.locator("#threads-count")).to_have_text("3 threads")
-    else:
-        expect(page.locator("#thread-filter")).to_be_hidden()
-        expect(page.locator("#threads-count")).to_have_text("3 threads")  # from the stats
-    assert not watched.errors
+    expect(page.locator("#thread-filter")).to_be_hidden()
+    expect(page.get_by_role("tab", name="States")).to_be_hidden()
+    expect(page.locator("#threads-count")).to_have_text("3 threads")  # from the stats
+    expect(page.locator("#error")).to_be_hidden()
+    open_thread(page, "erin-tools")
+    expect(page.locator("#timeline li.message")).to_have_count(3)
 
 
 def test_filter_and_order_the_threads(watched: Watched, studio: Studio) -> None:

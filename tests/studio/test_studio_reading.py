@@ -222,5 +222,7 @@ def test_the_favicon_is_served(watched: Watched, studio: Studio) -> None:
         assert answer.status_code == 200, path
         assert answer.headers["content-type"].startswith("image/svg+xml"), answer.headers
         assert answer.text.startswith("<svg")
+    script = httpx.get(f"{studio.base}/studio/studio.js", timeout=10, trust_env=False)
+    assert script.headers["content-type"].startswith("text/javascript")  # a module needs a JS type
     page = open_studio(watched, studio)
     assert page.locator('link[rel="icon"]').get_attribute("href") == "favicon.svg"

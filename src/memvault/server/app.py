@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import hmac
+import mimetypes
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -64,6 +65,8 @@ def create_app(
     if handoffs:
         _add_handoff(app, dict(handoffs))
     if STUDIO.is_dir():
+        # the page's modules must be served as JavaScript (a Windows registry can say text/plain)
+        mimetypes.add_type("text/javascript", ".js")
         app.mount("/studio", StaticFiles(directory=STUDIO, html=True), name="studio")
 
         @app.get("/", include_in_schema=False)
