@@ -99,7 +99,8 @@ def test_an_older_server_without_the_queries_hides_them(watched: Watched, studio
     ``/v1/threads/count`` as a thread named "count", and has no ``/v1/states``): the page hides the
     filter and the States tab, and the rest works."""
     page = watched.page
-    no_such_thread = json.dumps({"error": {"code": "not_found", "message": "no such thread for this resource"}})
+    no_such_thread = json.dumps({"error": {"code": "not_found",
+                                           "message": "no such thread for this resource"}})
     no_route = json.dumps({"detail": "Not Found"})
     page.route(re.compile(r".*/v1/threads/count(\?.*)?$"),
                lambda route: route.fulfill(status=404, body=no_such_thread, content_type="application/json"))
