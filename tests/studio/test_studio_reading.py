@@ -6,12 +6,15 @@ their message; tool results sit under their call; hostile text stays inert; the 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from .conftest import CHROMIUM, EMOJI, HOSTILE_TEXT, HOSTILE_TITLE, LONG, RTL, Studio, Watched
+from .conftest import CHROMIUM, EMOJI, HOSTILE_TEXT, HOSTILE_TITLE, LONG, RTL, XSS, Studio, Watched
 from .test_studio import open_studio, open_thread
 
 expect: Any = pytest.importorskip("playwright.sync_api").expect
@@ -226,3 +229,38 @@ def test_the_favicon_is_served(watched: Watched, studio: Studio) -> None:
     assert script.headers["content-type"].startswith("text/javascript")  # a module needs a JS type
     page = open_studio(watched, studio)
     assert page.locator('link[rel="icon"]').get_attribute("href") == "favicon.svg"
+
+
+HOSTILE_BITS = st.sampled_from([XSS, "<script>window.pwned = 1</script>", "\u202e", "\u200f", "&amp;", "🧠",
+                                "\r\n", "\t", "<!--", "]]>", "javascript:alert(1)"])
+TEXTS = st.lists(st.one_of(st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+                                   max_size=30), HOSTILE_BITS), min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(title=TEXTS, texts=st.lists(TEXTS, min_size=1, max_size=4))
+def test_any_text_is_shown_exactly(watched: Watched, studio: Studio, title: str, texts: list[str]) -> None:
+    """Whatever a title or message holds (any Unicode the API accepts), the page shows exactly
+    those characters as text, and nothing in it runs."""
+    thread_id = f"fuzz-{uuid.uuid4().hex[:8]}"
+    headers = {"Authorization": f"Bearer {studio.key}", "X-Memvault-Resource": "fuzz"}
+    created = httpx.post(f"{studio.base}/v1/threads", headers=headers, trust_env=False, timeout=10,
+                         json={"id": thread_id, "title": title})
+    assert created.status_code == 201, created.text
+    messages = [{"id": f"m{i}", "role": "user", "parts": [{"type": "text", "text": text}]}
+                for i, text in enumerate(texts)]
+    saved = httpx.post(f"{studio.base}/v1/threads/{thread_id}/messages", headers=headers, trust_env=False,
+                       timeout=10, json={"messages": messages})
+    assert saved.status_code == 201, saved.text
+    page = watched.page
+    page.goto(f"{studio.base}/studio/#key={studio.key}")
+    page.select_option("#resource-select", "fuzz")
+    button = page.locator(f'#threads button[data-thread-id="{thread_id}"]')
+    expect(button.locator(".thread-preview")).not_to_be_empty()
+    assert button.locator(".thread-title").evaluate("node => node.textContent") == (title or thread_id)
+    button.click()
+    shown = page.locator("#timeline li.message p.text")
+    expect(shown).to_have_count(len(texts))
+    assert shown.evaluate_all("nodes => nodes.map((node) => node.textContent)") == texts
+    assert page.evaluate("window.pwned") is None
+    assert watched.dialogs == []
