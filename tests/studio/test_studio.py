@@ -198,6 +198,7 @@ def test_threads_page_through_next_cursor_and_delete(watched: Watched, studio: S
     watched.accept_dialogs = True
     page.get_by_role("button", name="Delete thread").click()
     expect(page.locator('[data-stat="threads"] dd')).to_have_text("21")
+    expect(page.locator("#threads-count")).to_have_text("21 threads")
     expect(page.locator('#threads button[data-thread-id="carol-05"]')).to_have_count(0)
     expect(page.locator("#timeline-hint")).to_be_visible()
     assert studio.memory_call("get_thread", resource_id="carol", thread_id="carol-05") is None

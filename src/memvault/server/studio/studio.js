@@ -205,7 +205,7 @@ function wire() {
   });
   on("thread-opened", () => { if (memory.showingThreadNote()) memory.loadWorkingMemory(); });
   on("thread-renamed", (thread) => threads.retitle(thread));
-  on("thread-deleted", () => Promise.all([threads.loadStats(), threads.loadThreads(false)]));
+  on("thread-deleted", () => threads.loadStats().then(() => threads.loadThreads(false)));
   on("messages-changed", (thread) => { threads.loadStats(); threads.refreshPreview(thread); });
   on("stats-changed", () => threads.loadStats());
   window.addEventListener("hashchange", () => { if (/[#&](key|handoff)=/.test(location.hash)) start(); });
