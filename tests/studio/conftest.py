@@ -107,11 +107,15 @@ async def _seed(db_url: str) -> Seeded:
         await memory.save_messages([Message.user(f"line {n}", id=f"d{n:04d}") for n in range(1, LONG + 1)],
                                    thread_id="dave-long", resource_id="dave")
         await _seed_erin(memory)
+        # a thread id that is also a route's name (GET /v1/threads/count)
+        await memory.create_thread(resource_id="frank", thread_id="count", title="A thread named count")
+        await memory.save_messages([Message.user("Where is the harbour?", id="f1")], thread_id="count",
+                                   resource_id="frank")
     finally:
         await memory.close()
     seeded.counts = {"alice": {"threads": 3, "messages": 7}, "bob": {"threads": 1, "messages": 2},
                      "carol": {"threads": 22, "messages": 0}, "dave": {"threads": 1, "messages": LONG},
-                     "erin": {"threads": 3, "messages": 7}}
+                     "erin": {"threads": 3, "messages": 7}, "frank": {"threads": 1, "messages": 1}}
     return seeded
 
 

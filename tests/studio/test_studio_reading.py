@@ -178,6 +178,24 @@ def test_a_recall_hit_opens_its_message_loaded_or_not(watched: Watched, studio: 
     assert not [url for url in watched.requests[requests:] if "/messages" in url]
 
 
+def test_a_thread_named_like_a_route_opens_from_a_hit(watched: Watched, studio: Studio) -> None:
+    """``GET /v1/threads/count`` counts threads: the page still reads the thread whose id is
+    "count" (sent as ``%63ount``)."""
+    page = open_studio(watched, studio, "frank")
+    page.get_by_role("tab", name="Search").click()
+    page.get_by_label("Words").fill("harbour")
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.locator("#search-hits li.hit").first.get_by_role("button", name="Open").click()
+    expect(page.locator('#timeline li.message[data-message-id="f1"]')).to_have_class(has_class("highlight"))
+    expect(page.locator("#timeline-title")).to_have_text("Timeline: A thread named count")
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_label("New title").fill("Harbour questions")
+    page.get_by_label("New title").press("Enter")
+    expect(page.locator("#timeline-title")).to_have_text("Timeline: Harbour questions")
+    renamed = studio.memory_call("get_thread", resource_id="frank", thread_id="count")
+    assert renamed.title == "Harbour questions"
+
+
 def test_tool_results_stored_in_a_tool_message_sit_under_their_call(watched: Watched, studio: Studio) -> None:
     page = open_studio(watched, studio, "erin")
     open_thread(page, "erin-tools")

@@ -13,8 +13,13 @@ export const state = {
 
 export const $ = (id) => document.getElementById(id);
 
-// An id as one path segment: percent-encoded, dots too (a browser drops `.` and `..` segments).
-export const segment = (id) => encodeURIComponent(id).replace(/\./g, "%2E");
+// An id as one path segment: percent-encoded, dots too (a browser drops `.` and `..` segments),
+// and a thread named "count" as "%63ount" (GET /v1/threads/count is the count route; the server
+// decodes ids after routing).
+export const segment = (id) => {
+  const encoded = encodeURIComponent(id).replace(/\./g, "%2E");
+  return encoded === "count" ? "%63ount" : encoded;
+};
 
 // The API is served next to the page (the page is at <root>/studio/, the API at <root>/v1/).
 const API_ROOT = new URL("../", location.href);
