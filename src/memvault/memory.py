@@ -51,7 +51,7 @@ from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
 from memvault.rules.words import searchable_query
 from memvault.stores import Store, open_store
-from memvault.stores.base import UNSET, Deleted, MessageQuery, _Unset
+from memvault.stores.base import UNSET, Deleted, Direction, MessageQuery, ThreadOrder, ThreadQuery, _Unset
 from memvault.stores.capabilities import (
     STORE_DEFAULT,
     TurnRead,
@@ -69,6 +69,7 @@ from memvault.stores.capabilities import (
     supports_summaries,
 )
 from memvault.stores.closing import refuses_when_closed
+from memvault.stores.thread_queries import check_thread_query
 from memvault.telemetry import traced
 from memvault.transfer import jsonl
 from memvault.transfer.copier import messages_of
@@ -193,11 +194,44 @@ class Memory:
 
     @traced("list_threads")
     async def list_threads(
-        self, *, resource_id: str, limit: int = 20, cursor: str | None = None
+        self,
+        *,
+        resource_id: str,
+        limit: int = 20,
+        cursor: str | None = None,
+        title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        order_by: ThreadOrder = "updated_at",
+        direction: Direction = "desc",
+        offset: int | None = None,
     ) -> ThreadPage:
-        """The resource's threads, most recently active first; follow ``next_cursor`` to page."""
+        """The resource's threads, by default most recently active first; follow ``next_cursor``
+        to page (it is set when more threads follow).
+
+        - ``title_contains``: only threads whose title holds this text, case-insensitively
+          (``%``, ``_`` and ``\\`` are plain characters);
+        - ``metadata``: only threads whose metadata has each of these top-level keys with an
+          equal JSON value (``{"project": "x"}``);
+        - ``order_by``: ``"updated_at"`` (the default) or ``"created_at"``; ``direction``:
+          ``"desc"`` (the default) or ``"asc"``; ties are broken by thread id;
+        - ``offset``: skip that many threads (instead of a ``cursor``: giving both is a
+          :class:`ValidationError`). A cursor is only valid for the order it was made in.
+        """
         cursor = arguments.optional_str(cursor, "cursor")
-        return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor)
+        query = ThreadQuery(title_contains=title_contains, metadata=metadata, order_by=order_by,
+                            direction=direction, offset=offset)
+        return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor,
+                                             query=check_thread_query(query, cursor))
+
+    @traced("count_threads")
+    async def count_threads(
+        self, *, resource_id: str, title_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """How many threads the resource has (only those the filters select, as in
+        :meth:`list_threads`)."""
+        query = check_thread_query(ThreadQuery(title_contains=title_contains, metadata=metadata))
+        return await self.store.count_threads(_id(resource_id, "resource_id"), query)
 
     @traced("update_thread")
     async def update_thread(

@@ -88,6 +88,56 @@ async def test_threads_create_read_change_list_delete(api: httpx.AsyncClient) ->
     assert (await api.delete("/v1/threads/t1")).status_code == 404
 
 
+async def test_thread_queries_filter_order_page_and_count(api: httpx.AsyncClient) -> None:
+    for thread_id, title, metadata in [("a", "Trip to PARIS", {"p": "x", "n": 1}),
+                                       ("b", "paris 100%", {"p": "x"}),
+                                       ("c", "東京 🎉", {"p": "y", "n": 1.0}), ("count", None, {})]:
+        assert (await api.post("/v1/threads", json={"id": thread_id, "title": title,
+                                                    "metadata": metadata})).status_code == 201
+
+    async def ids(**params: object) -> list[str]:
+        answer = await api.get("/v1/threads", params=params)
+        assert answer.status_code == 200, answer.text
+        return [t["id"] for t in answer.json()["threads"]]
+
+    assert await ids() == ["count", "c", "b", "a"]
+    assert await ids(title_contains="paris", order_by="created_at", direction="asc") == ["a", "b"]
+    assert await ids(title_contains="%") == ["b"]
+    assert await ids(title_contains="🎉") == ["c"]
+    assert await ids(metadata='{"n": 1}', direction="asc") == ["a", "c"]
+    assert await ids(metadata='{"p": "x", "n": 1}') == ["a"]
+    assert await ids(order_by="created_at", offset=1, limit=2) == ["c", "b"]
+    ascending = {"order_by": "created_at", "direction": "asc"}
+    first = (await api.get("/v1/threads", params={**ascending, "limit": 3})).json()
+    rest = (await api.get("/v1/threads", params={**ascending, "cursor": first["next_cursor"]})).json()
+    assert [t["id"] for t in first["threads"] + rest["threads"]] == ["a", "b", "c", "count"]
+    assert rest["next_cursor"] is None
+
+    async def count(**params: object) -> object:
+        answer = await api.get("/v1/threads/count", params=params)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    assert await count() == {"count": 4}
+    assert await count(title_contains="PARIS") == {"count": 2}
+    assert await count(metadata='{"p": "x"}', title_contains="trip") == {"count": 1}
+    assert (await api.get("/v1/threads/%63ount")).json()["id"] == "count"  # the thread named "count"
+
+
+@pytest.mark.parametrize("params", [
+    {"metadata": "not json"}, {"metadata": "[1]"}, {"metadata": '"x"'}, {"order_by": "title"},
+    {"direction": "sideways"}, {"offset": -1}, {"offset": "x"}, {"offset": 1, "cursor": "MTp0"},
+    {"cursor": "not a cursor"}, {"order_by": "created_at", "cursor": "MTp0"}, {"title_contains": "\x00"},
+])
+async def test_bad_thread_queries_are_422(api: httpx.AsyncClient, params: dict[str, object]) -> None:
+    await api.post("/v1/threads", json={"id": "t"})
+    for path in ("/v1/threads", "/v1/threads/count"):
+        if path.endswith("count") and not {"metadata", "title_contains"} & set(params):
+            continue
+        answer = await api.get(path, params=params)
+        assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid"), (path, answer.text)
+
+
 async def test_messages_save_read_delete(api: httpx.AsyncClient) -> None:
     messages = [
         {"id": "m1", "role": "user", "parts": [TEXT]},

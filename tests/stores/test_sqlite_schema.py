@@ -97,6 +97,9 @@ async def test_an_older_database_is_migrated_on_open_and_stays_usable(tmp_path: 
         thread = await memory.get_thread(thread_id="t1", resource_id="ada")
         assert thread is not None
         assert (thread.title, thread.metadata) == ("Old chat", {"from": "v1"})
+        # the title written before thread queries existed was folded by the migration
+        found = await memory.list_threads(resource_id="ada", title_contains="OLD CH", metadata={"from": "v1"})
+        assert [t.id for t in found.threads] == ["t1"]
         (old,) = await memory.get_messages(thread_id="t1", resource_id="ada")
         assert (old.id, old.seq, old.text) == ("m1", 1, "I like green tea")
         assert [h.message.id for h in await memory.search_messages(resource_id="ada", query="tea")] == [

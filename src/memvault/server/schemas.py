@@ -106,6 +106,10 @@ class Threads(BaseModel):
     next_cursor: str | None
 
 
+class ThreadCount(BaseModel):
+    count: int
+
+
 class Messages(BaseModel):
     messages: list[Message]
 

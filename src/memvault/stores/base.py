@@ -11,9 +11,9 @@ behaviour suite (:mod:`memvault.testing`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from memvault.model import Message, Thread, ThreadPage
 
@@ -50,6 +50,38 @@ ALL_MESSAGES: Final = MessageQuery()
 """The query for every message of a thread."""
 
 
+ThreadOrder = Literal["updated_at", "created_at"]
+Direction = Literal["desc", "asc"]
+
+
+@dataclass(frozen=True)
+class ThreadQuery:
+    """Which of a resource's threads to list or count, and in what order.
+
+    - ``title_contains``: the title holds this text, compared case-insensitively (both sides
+      :meth:`str.casefold`-ed); ``%``, ``_`` and ``\\`` are plain characters, never wildcards.
+      A thread without a title has the empty title; ``None`` or ``""`` filters nothing.
+    - ``metadata``: every key of it is a top-level key of the thread's metadata whose value
+      equals it as JSON (:func:`memvault.stores.thread_queries.json_equal`: ``1 == 1.0``, but
+      ``true != 1``; objects compare key by key, whatever the order); ``None`` or ``{}`` filters
+      nothing.
+    - ``order_by`` (``updated_at``, the default, or ``created_at``) and ``direction`` (``desc``,
+      the default, or ``asc``); ties are broken by thread id, in the same direction.
+    - ``offset``: skip that many threads first (instead of a page cursor).
+    Counting reads only the two filters.
+    """
+
+    title_contains: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    order_by: ThreadOrder = "updated_at"
+    direction: Direction = "desc"
+    offset: int | None = None
+
+
+ALL_THREADS: Final = ThreadQuery()
+"""Every thread of the resource, most recently updated first."""
+
+
 @dataclass(frozen=True)
 class Deleted:
     """What a deletion removed, by kind."""
@@ -73,9 +105,17 @@ class ThreadStore(Protocol):
         ...
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
-        """The resource's threads, most recently updated first, ``limit`` per page."""
+        """The resource's threads that ``query`` selects, in its order (by default most recently
+        updated first), ``limit`` per page. ``cursor`` (a previous page's ``next_cursor``, made
+        for the same order) continues after that page; it and ``query.offset`` are exclusive
+        (:class:`ValidationError`). ``next_cursor`` is set when more threads follow."""
+        ...
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        """How many of the resource's threads ``query``'s filters select."""
         ...
 
     async def update_thread(

@@ -17,11 +17,14 @@ from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
+from memvault.stores import thread_queries as tq
 from memvault.stores.base import (
     ALL_MESSAGES,
+    ALL_THREADS,
     UNSET,
     Deleted,
     MessageQuery,
+    ThreadQuery,
     WorkingMemoryUpdate,
     _Unset,
 )
@@ -31,9 +34,7 @@ from memvault.stores.common import (
     changed_thread,
     check_limit,
     check_query,
-    decode_cursor,
     embedding_mismatch,
-    encode_cursor,
     to_micros,
 )
 
@@ -94,21 +95,28 @@ class InMemoryStore:
         return record.thread.model_copy(deep=True) if record else None
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
+        query = tq.check_thread_query(query, cursor)
+        after = tq.decode_page_cursor(cursor, query) if cursor is not None else None
+        descending = query.direction == "desc"
+        threads = self._selected(resource_id, query)
+        threads.sort(key=lambda t: tq.sort_key(t, query), reverse=descending)
+        if after is not None:
+            threads = [t for t in threads
+                       if (tq.sort_key(t, query) < after if descending else tq.sort_key(t, query) > after)]
+        start = query.offset or 0
+        return tq.page([t.model_copy(deep=True) for t in threads[start:start + limit + 1]], limit, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return len(self._selected(resource_id, tq.check_thread_query(query)))
+
+    def _selected(self, resource_id: str, query: ThreadQuery) -> list[Thread]:
         resource = self._resources.get(resource_id)
-        threads = [r.thread for r in resource.threads.values()] if resource else []
-        threads.sort(key=lambda t: (to_micros(t.updated_at), t.id), reverse=True)
-        if cursor is not None:
-            after = decode_cursor(cursor)
-            threads = [t for t in threads if (to_micros(t.updated_at), t.id) < after]
-        page = threads[:limit]
-        next_cursor = None
-        if len(threads) > limit:
-            last = page[-1]
-            next_cursor = encode_cursor(to_micros(last.updated_at), last.id)
-        return ThreadPage(threads=[t.model_copy(deep=True) for t in page], next_cursor=next_cursor)
+        records = resource.threads.values() if resource else []
+        return [r.thread for r in records if tq.selects(r.thread, query)]
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET

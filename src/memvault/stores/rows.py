@@ -10,15 +10,18 @@ that cannot be decoded is contained as :mod:`memvault.stores.decode` says.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
-from memvault.model import Message, State, Summary, Thread, ThreadPage
+from memvault.model import Message, State, Summary, Thread
 from memvault.stores import decode
-from memvault.stores.common import encode_cursor, from_micros, to_micros
+from memvault.stores.common import from_micros, to_micros
+from memvault.stores.thread_queries import fold
 
 THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
-"""The ``threads`` columns :func:`thread` reads and :func:`thread_values` gives, in order."""
+"""The ``threads`` columns :func:`thread` reads, in order."""
+THREAD_WRITE_COLUMNS = THREAD_COLUMNS + ", title_fold"
+"""The ``threads`` columns :func:`thread_values` gives, in order: :data:`THREAD_COLUMNS` and the
+folded title that ``title_contains`` searches (:func:`memvault.stores.thread_queries.fold`)."""
 MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
 """The ``messages`` columns :func:`message` reads, in order (:func:`qualified` names them in a join)."""
 STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
@@ -67,24 +70,6 @@ def thread(row: Any) -> Thread:
     )
 
 
-def thread_page_sql(placeholder: str, after: bool) -> str:
-    """The query for a page of a resource's threads, newest update first: its parameters are
-    the resource id, then (when ``after``) the cursor's time and thread id, then the page size
-    plus one. ``placeholder`` is the driver's (``?`` or ``%s``)."""
-    p = placeholder
-    keyset = f" AND (updated_us, id) < ({p}, {p})" if after else ""
-    return (f"SELECT {THREAD_COLUMNS} FROM threads WHERE resource_id = {p}{keyset}"
-            f" ORDER BY updated_us DESC, id DESC LIMIT {p}")
-
-
-def thread_page(found: Sequence[Any], limit: int) -> ThreadPage:
-    """The page of threads that :func:`thread_page_sql` ``found`` (up to ``limit`` + 1 rows):
-    the first ``limit``, and a cursor when there were more."""
-    threads = [thread(r) for r in found[:limit]]
-    cursor = encode_cursor(found[limit - 1][5], found[limit - 1][1]) if len(found) > limit else None
-    return ThreadPage(threads=threads, next_cursor=cursor)
-
-
 def state(row: Any) -> State:
     """A row of ``resource_id, key, value, status, version, updated_us``."""
     resource_id, key, value, status, version, updated_us = row
@@ -99,9 +84,14 @@ def state(row: Any) -> State:
 
 
 def thread_values(thread: Thread) -> tuple[Any, ...]:
-    """The values of :data:`THREAD_COLUMNS` for ``thread``, to write."""
+    """The values of :data:`THREAD_WRITE_COLUMNS` for ``thread``, to write."""
     return (thread.resource_id, thread.id, thread.title, dumps(thread.metadata),
-            to_micros(thread.created_at), to_micros(thread.updated_at))
+            to_micros(thread.created_at), to_micros(thread.updated_at), title_fold(thread.title))
+
+
+def title_fold(title: str | None) -> str | None:
+    """The ``title_fold`` column of a thread titled ``title`` (``None`` without a title)."""
+    return None if title is None else fold(title)
 
 
 def summary_values(summary: Summary) -> tuple[Any, ...]:

@@ -168,6 +168,7 @@ class Memory:
     create_thread = _twin(AsyncMemory.create_thread)
     get_thread = _twin(AsyncMemory.get_thread)
     list_threads = _twin(AsyncMemory.list_threads)
+    count_threads = _twin(AsyncMemory.count_threads)
     update_thread = _twin(AsyncMemory.update_thread)
     delete_thread = _twin(AsyncMemory.delete_thread)
     save_messages = _twin(AsyncMemory.save_messages)

@@ -15,7 +15,7 @@ async def resource_ids(conn: Conn) -> list[str]:
 
 
 _COUNTS = record_counts_sql("%s")
-_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_COLUMNS, "resource_id, id", "%s")
+_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_WRITE_COLUMNS, "resource_id, id", "%s")
 _UPSERT_STATE = upsert_sql("states", rows.STATE_COLUMNS, "resource_id, key", "%s")
 _UPSERT_SUMMARY = upsert_sql("summaries", rows.SUMMARY_COLUMNS, "resource_id, thread_id", "%s")
 

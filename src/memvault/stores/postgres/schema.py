@@ -159,6 +159,15 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX applied_ops_by_age ON applied_ops (applied_us);
     """,
+    # thread queries: each title case-folded (``title_contains`` searches it; memvault writes it
+    # with Python's str.casefold, and titles written before this migration are folded by
+    # lower(), which differs only for a few letters such as ß or a final sigma), and an index
+    # for listing a resource's threads by creation time
+    """
+    ALTER TABLE threads ADD COLUMN title_fold text;
+    UPDATE threads SET title_fold = lower(title) WHERE title IS NOT NULL;
+    CREATE INDEX threads_by_creation ON threads (resource_id, created_us DESC, id DESC);
+    """,
 )
 
 LATEST = len(MIGRATIONS)

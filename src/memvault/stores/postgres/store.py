@@ -34,10 +34,19 @@ import psycopg
 from memvault.errors import ConfigurationError, StoreError, StoreOpenError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.stores import rows
-from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.base import (
+    ALL_MESSAGES,
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    MessageQuery,
+    ThreadQuery,
+    WorkingMemoryUpdate,
+    _Unset,
+)
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.common import check_limit, check_query, saved_messages
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import messages as _messages
@@ -51,6 +60,7 @@ from memvault.stores.postgres import vectors as _vectors
 from memvault.stores.postgres.db import Database, reason, set_search_path
 from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
+from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
 
 _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -106,11 +116,16 @@ class PostgresStore:
         return await self._db.read(_threads.get_thread, resource_id, thread_id)
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
-        after = decode_cursor(cursor) if cursor is not None else None
-        return await self._db.read(_threads.list_threads, resource_id, limit, after)
+        query = check_thread_query(query, cursor)
+        after = decode_page_cursor(cursor, query) if cursor is not None else None
+        return await self._db.read(_threads.list_threads, resource_id, limit, after, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return await self._db.read(_threads.count_threads, resource_id, check_thread_query(query))
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET

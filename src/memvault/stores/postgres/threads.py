@@ -13,12 +13,17 @@ from typing import Any
 from memvault.errors import ThreadExistsError, ThreadNotFoundError
 from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
-from memvault.stores.base import Deleted
+from memvault.stores import thread_queries as tq
+from memvault.stores.base import Deleted, ThreadQuery
 from memvault.stores.common import changed_thread, to_micros
 from memvault.stores.postgres.db import Conn
 
-_PAGE = rows.thread_page_sql("%s", after=False)
-_PAGE_AFTER = rows.thread_page_sql("%s", after=True)
+DIALECT = tq.Dialect(
+    p="%s", contains="strpos(coalesce(title_fold, ''), %s) > 0",
+    metadata="(SELECT bool_and(coalesce((metadata::jsonb -> w.key) = w.value, false))"
+             " FROM jsonb_each(%s::jsonb) AS w)")
+"""The thread filters in PostgreSQL: jsonb equality is :func:`~memvault.stores.thread_queries.json_equal`
+(numbers by value, objects in any key order, ``true`` is not ``1``)."""
 
 
 async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
@@ -32,7 +37,8 @@ async def lock_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
 
 async def create_thread(conn: Conn, thread: Thread, exist_ok: bool) -> Thread:
     cursor = await conn.execute(
-        f"INSERT INTO threads ({rows.THREAD_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        f"INSERT INTO threads ({rows.THREAD_WRITE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT DO NOTHING",
         rows.thread_values(thread),
     )
     if not cursor.rowcount and not exist_ok:
@@ -53,11 +59,18 @@ async def get_thread(conn: Conn, resource_id: str, thread_id: str, *, lock: bool
 
 
 async def list_threads(
-    conn: Conn, resource_id: str, limit: int, after: tuple[int, str] | None
+    conn: Conn, resource_id: str, limit: int, after: tuple[int, str] | None, query: ThreadQuery
 ) -> ThreadPage:
-    query = _PAGE if after is None else _PAGE_AFTER
-    cursor = await conn.execute(query, (resource_id, *(after or ()), limit + 1))
-    return rows.thread_page(await cursor.fetchall(), limit)
+    sql, args = tq.thread_page_sql(query, after, limit, DIALECT, rows.THREAD_COLUMNS)
+    cursor = await conn.execute(sql, (resource_id, *args))
+    return tq.page([rows.thread(r) for r in await cursor.fetchall()], limit, query)
+
+
+async def count_threads(conn: Conn, resource_id: str, query: ThreadQuery) -> int:
+    sql, args = tq.count_sql(query, DIALECT)
+    cursor = await conn.execute(sql, (resource_id, *args))
+    row = await cursor.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 async def update_thread(conn: Conn, resource_id: str, thread_id: str, title: Any, metadata: Any) -> Thread:
@@ -66,8 +79,10 @@ async def update_thread(conn: Conn, resource_id: str, thread_id: str, title: Any
         raise ThreadNotFoundError(thread_id)
     thread = changed_thread(thread, title, metadata)
     await conn.execute(
-        "UPDATE threads SET title = %s, metadata = %s, updated_us = %s WHERE resource_id = %s AND id = %s",
-        (thread.title, rows.dumps(thread.metadata), to_micros(thread.updated_at), resource_id, thread_id),
+        "UPDATE threads SET title = %s, title_fold = %s, metadata = %s, updated_us = %s"
+        " WHERE resource_id = %s AND id = %s",
+        (thread.title, rows.title_fold(thread.title), rows.dumps(thread.metadata),
+         to_micros(thread.updated_at), resource_id, thread_id),
     )
     return thread
 

@@ -17,7 +17,7 @@ def resource_ids(conn: sqlite3.Connection) -> list[str]:
 
 
 _COUNTS = record_counts_sql("?")
-_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_COLUMNS, "resource_id, id", "?")
+_UPSERT_THREAD = upsert_sql("threads", rows.THREAD_WRITE_COLUMNS, "resource_id, id", "?")
 
 
 def record_counts(conn: sqlite3.Connection, resource_id: str) -> dict[str, int]:

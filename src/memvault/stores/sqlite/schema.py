@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 
 from memvault.errors import SchemaVersionError, StoreOpenError
+from memvault.stores.thread_queries import sqlite_metadata_matches
 
 SCOPE_SQL = "'s' || hex({row}.resource_id) || '0'"
 """The resource's token in the full-text index, in SQL (``{row}``: a table name or alias)."""
@@ -206,9 +207,26 @@ MIGRATIONS: tuple[str, ...] = (
         max_age_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # thread queries: each title case-folded by Python (``title_contains`` searches it; the
+    # function is registered on every connection, :func:`register_functions`), and an index
+    # for listing a resource's threads by creation time
+    """
+    ALTER TABLE threads ADD COLUMN title_fold TEXT;
+    UPDATE threads SET title_fold = memvault_casefold(title) WHERE title IS NOT NULL;
+    CREATE INDEX threads_by_creation ON threads (resource_id, created_us DESC, id DESC);
+    """,
 )
 
 LATEST = len(MIGRATIONS)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions of memvault's statements, on a new connection: ``memvault_casefold``
+    (:meth:`str.casefold`, for the migration that folds titles) and ``memvault_metadata_matches``
+    (the thread metadata filter, :func:`memvault.stores.thread_queries.sqlite_metadata_matches`)."""
+    conn.create_function("memvault_casefold", 1, lambda text: None if text is None else str(text).casefold(),
+                         deterministic=True)
+    conn.create_function("memvault_metadata_matches", 2, sqlite_metadata_matches, deterministic=True)
 
 
 def current_version(conn: sqlite3.Connection) -> int:
@@ -224,6 +242,7 @@ def current_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
     """Bring the database to ``target`` inside the caller's write transaction; returns the
     version found before. Raises :class:`SchemaVersionError` for a newer database."""
+    register_functions(conn)  # (the migrations call them: on any connection, the store's or not)
     found = current_version(conn)
     if found > LATEST:
         raise SchemaVersionError(

@@ -40,10 +40,19 @@ from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
 from memvault.rules.words import index_text, query_groups
 from memvault.stores import rows
-from memvault.stores.base import ALL_MESSAGES, UNSET, Deleted, MessageQuery, WorkingMemoryUpdate, _Unset
+from memvault.stores.base import (
+    ALL_MESSAGES,
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    MessageQuery,
+    ThreadQuery,
+    WorkingMemoryUpdate,
+    _Unset,
+)
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, decode_cursor, saved_messages
+from memvault.stores.common import check_limit, check_query, saved_messages
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
@@ -64,6 +73,7 @@ from memvault.stores.sqlite.schema import (
     unindexed,
 )
 from memvault.stores.sqlite.worker import SqliteWorker
+from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
 
 Durability = Literal["normal", "full"]
 log = logging.getLogger("memvault.sqlite")
@@ -173,11 +183,16 @@ class SqliteStore:
         return await self._read(_threads.get_thread, resource_id, thread_id)
 
     async def list_threads(
-        self, resource_id: str, *, limit: int = 20, cursor: str | None = None
+        self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
+        query: ThreadQuery = ALL_THREADS,
     ) -> ThreadPage:
         check_limit(limit)
-        after = decode_cursor(cursor) if cursor is not None else None
-        return await self._read(_threads.list_threads, resource_id, limit, after)
+        query = check_thread_query(query, cursor)
+        after = decode_page_cursor(cursor, query) if cursor is not None else None
+        return await self._read(_threads.list_threads, resource_id, limit, after, query)
+
+    async def count_threads(self, resource_id: str, query: ThreadQuery = ALL_THREADS) -> int:
+        return await self._read(_threads.count_threads, resource_id, check_thread_query(query))
 
     async def update_thread(
         self, resource_id: str, thread_id: str, *, title: Any = UNSET, metadata: Any = UNSET

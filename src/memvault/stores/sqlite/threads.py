@@ -12,16 +12,19 @@ from typing import Any
 from memvault.errors import ThreadExistsError, ThreadNotFoundError
 from memvault.model import Thread, ThreadPage, note_key
 from memvault.stores import rows
-from memvault.stores.base import Deleted
+from memvault.stores import thread_queries as tq
+from memvault.stores.base import Deleted, ThreadQuery
 from memvault.stores.common import changed_thread, to_micros
 
-_PAGE = rows.thread_page_sql("?", after=False)
-_PAGE_AFTER = rows.thread_page_sql("?", after=True)
+DIALECT = tq.Dialect(p="?", contains="instr(coalesce(title_fold, ''), ?) > 0",
+                     metadata="memvault_metadata_matches(metadata, ?)")
+"""The thread filters in SQLite (``memvault_metadata_matches``: registered on each connection,
+:func:`memvault.stores.thread_queries.sqlite_metadata_matches`)."""
 
 
 def create_thread(conn: sqlite3.Connection, thread: Thread, exist_ok: bool) -> Thread:
     inserted = conn.execute(
-        f"INSERT INTO threads ({rows.THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO threads ({rows.THREAD_WRITE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",
         rows.thread_values(thread),
     ).rowcount
@@ -41,11 +44,16 @@ def get_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) -> Th
 
 
 def list_threads(
-    conn: sqlite3.Connection, resource_id: str, limit: int, after: tuple[int, str] | None
+    conn: sqlite3.Connection, resource_id: str, limit: int, after: tuple[int, str] | None, query: ThreadQuery
 ) -> ThreadPage:
-    sql = _PAGE if after is None else _PAGE_AFTER
-    found = conn.execute(sql, (resource_id, *(after or ()), limit + 1)).fetchall()
-    return rows.thread_page(found, limit)
+    sql, args = tq.thread_page_sql(query, after, limit, DIALECT, rows.THREAD_COLUMNS)
+    return tq.page([rows.thread(r) for r in conn.execute(sql, (resource_id, *args))], limit, query)
+
+
+def count_threads(conn: sqlite3.Connection, resource_id: str, query: ThreadQuery) -> int:
+    sql, args = tq.count_sql(query, DIALECT)
+    (count,) = conn.execute(sql, (resource_id, *args)).fetchone()
+    return int(count)
 
 
 def update_thread(
@@ -56,9 +64,10 @@ def update_thread(
         raise ThreadNotFoundError(thread_id)
     thread = changed_thread(thread, title, metadata)
     conn.execute(
-        "UPDATE threads SET title = ?, metadata = ?, updated_us = ? WHERE resource_id = ? AND id = ?",
-        (thread.title, rows.dumps(thread.metadata), to_micros(thread.updated_at),
-         resource_id, thread_id),
+        "UPDATE threads SET title = ?, title_fold = ?, metadata = ?, updated_us = ?"
+        " WHERE resource_id = ? AND id = ?",
+        (thread.title, rows.title_fold(thread.title), rows.dumps(thread.metadata),
+         to_micros(thread.updated_at), resource_id, thread_id),
     )
     return thread
 

@@ -53,6 +53,7 @@ from memvault.stores.sqlite.failures import (
     store_error,
     undecodable,
 )
+from memvault.stores.sqlite.schema import register_functions
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
@@ -211,6 +212,7 @@ class SqliteWorker:
         except BaseException:
             conn.close()
             raise
+        register_functions(conn)
         return conn
 
     def _check_readable(self, conn: sqlite3.Connection) -> None:

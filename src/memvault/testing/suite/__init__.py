@@ -30,6 +30,7 @@ from memvault.testing.suite import (
     test_search_query_properties,
     test_states,
     test_summaries,
+    test_thread_queries,
     test_threads,
     test_unreadable_rows,
     test_working_memory,
@@ -37,6 +38,7 @@ from memvault.testing.suite import (
 
 MODULES: tuple[ModuleType, ...] = (
     test_threads,
+    test_thread_queries,
     test_batch_reads,
     test_messages,
     test_history,
