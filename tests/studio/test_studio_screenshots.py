@@ -72,3 +72,23 @@ def test_shot_a_search_hit_opened_in_a_long_thread(page: Any, studio: Studio) ->
     expect(page.locator("#timeline li.message.highlight")).to_contain_text("line 701")
     page.locator("#search-query").blur()
     shoot(page, "search-hit")
+
+
+def test_shot_filtered_threads_and_states(page: Any, studio: Studio) -> None:
+    page.select_option("#resource-select", "erin")
+    filtering = page.locator("#thread-filter")
+    expect(page.locator("#threads button.thread")).to_have_count(3)
+    if filtering.is_visible():  # a server with the thread queries
+        page.locator("#filter-more summary").click()
+        page.get_by_label("Metadata equals (a JSON object)").fill('{"project": "travel"}')
+        expect(page.locator("#threads button.thread")).to_have_count(2)
+        expect(page.locator("#threads-count")).to_have_text("2 of 3 threads")
+    open_thread(page, "erin-tools")
+    moved = page.locator('#timeline li.message[data-message-id="e-result"]')
+    expect(moved).to_contain_text("shown under its call")
+    states = page.get_by_role("tab", name="States")
+    if states.is_visible():  # a server with the state queries
+        states.click()
+        expect(page.locator("#states-status-line")).not_to_be_empty()
+    page.locator("#filter-metadata").blur()
+    shoot(page, "filters")
