@@ -746,13 +746,20 @@ class Memory:
 
     @traced("set_state")
     async def set_state(
-        self, value: Any, *, resource_id: str, key: str, status: str | None = None
+        self,
+        value: Any,
+        *,
+        resource_id: str,
+        key: str,
+        status: str | None = None,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State:
-        """Write a state unconditionally; its version grows by one."""
-        state = await require_states(self.store).set_state(
-            _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
-            status=arguments.optional_str(status, "status"),
-        )
+        """Write a whole state unconditionally (value, status, workflow id, thread); its
+        version grows by one. ``thread_id`` scopes it to one of the resource's threads (deleting
+        the thread deletes it): a thread the resource does not have raises
+        :class:`ThreadNotFoundError`, with nothing written."""
+        state = await self._write_state(value, resource_id, key, status, UNSET, workflow_id, thread_id)
         assert state is not None
         return state
 
@@ -765,35 +772,96 @@ class Memory:
         key: str,
         expected_version: int | None,
         status: str | None = None,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
         """Write only if the state is at ``expected_version`` (``None``: does not exist yet).
         Returns the new state, or ``None`` when another writer got there first."""
+        expected = None if expected_version is None else arguments.count(expected_version, "expected_version")
+        return await self._write_state(value, resource_id, key, status, expected, workflow_id, thread_id)
+
+    async def _write_state(self, value: Any, resource_id: str, key: str, status: Any,
+                           expected_version: int | _Unset | None, workflow_id: Any, thread_id: Any
+                           ) -> State | None:
         return await require_states(self.store).set_state(
             _id(resource_id, "resource_id"), _id(key, "key"), _json(value),
-            status=arguments.optional_str(status, "status"),
+            status=arguments.optional_str(status, "status"), expected_version=expected_version,
+            workflow_id=_optional_id(workflow_id, "workflow_id"),
+            thread_id=_optional_id(thread_id, "thread_id"))
+
+    @traced("update_state")
+    async def update_state(
+        self,
+        *,
+        resource_id: str,
+        key: str,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        """Change part of an existing state, atomically: ``merge`` is a JSON merge patch
+        (RFC 7386) applied to its value (``{"step": 4, "tmp": None}`` sets ``step`` and removes
+        ``tmp``; a patch that is not an object replaces the value); ``status`` sets the status
+        (``None`` clears it); what is not given is kept. The version grows by one. With
+        ``expected_version``, only if the state is at that version: returns ``None`` when
+        another writer got there first. No such state raises :class:`NotFoundError`."""
+        if not isinstance(status, _Unset):
+            status = arguments.optional_str(status, "status")
+        return await require_states(self.store).update_state(
+            _id(resource_id, "resource_id"), _id(key, "key"),
+            merge=merge if isinstance(merge, _Unset) else _json(merge, "merge"), status=status,
             expected_version=None if expected_version is None else arguments.count(
                 expected_version, "expected_version"),
         )
 
     @traced("list_states")
     async def list_states(
-        self, *, resource_id: str, status: str | None = None, limit: int = 100
+        self,
+        *,
+        resource_id: str,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
-        """The resource's states, optionally only those with ``status``, newest first."""
+        """The resource's states, optionally only those with ``status``, ``workflow_id`` and
+        ``thread_id`` (each when given), most recently updated first (a missing thread has
+        none)."""
         states = require_states(self.store)
-        return await states.list_states(_id(resource_id, "resource_id"),
-                                        status=arguments.optional_str(status, "status"), limit=limit)
+        return await states.list_states(
+            _id(resource_id, "resource_id"), status=arguments.optional_str(status, "status"), limit=limit,
+            workflow_id=_optional_id(workflow_id, "workflow_id"),
+            thread_id=_optional_id(thread_id, "thread_id"))
+
+    @traced("list_suspended")
+    async def list_suspended(
+        self, *, resource_id: str, workflow_id: str | None = None, thread_id: str | None = None,
+        limit: int = 100,
+    ) -> list[State]:
+        """The resource's suspended runs: its states whose status is ``"suspended"`` (of one
+        workflow, of one thread, when given), most recently updated first."""
+        return await self.list_states(resource_id=resource_id, status=SUSPENDED, limit=limit,
+                                      workflow_id=workflow_id, thread_id=thread_id)
 
     @traced("delete_state")
     async def delete_state(self, *, resource_id: str, key: str) -> bool:
         return await require_states(self.store).delete_state(_id(resource_id, "resource_id"), _id(key, "key"))
 
 
-def _json(value: Any) -> Any:
+def _optional_id(value: Any, name: str) -> str | None:
+    return None if value is None else _id(value, name)
+
+
+SUSPENDED = "suspended"
+"""The status of a suspended run (:meth:`Memory.list_suspended`)."""
+
+
+def _json(value: Any, name: str = "state value") -> Any:
     try:
         return check_json(value)
     except ValueError as exc:
-        raise ValidationError(f"state value: {exc}") from None
+        raise ValidationError(f"{name}: {exc}") from None
+
 
 
 def _semantic_index(

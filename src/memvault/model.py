@@ -456,6 +456,9 @@ class State(Model):
     """A keyed record an agent or workflow keeps to suspend and resume a run.
 
     ``version`` starts at 1 and grows by one on every write; compare-and-set checks it.
+    ``workflow_id`` names the workflow the run belongs to (queries select by it); ``thread_id``,
+    when set, scopes the state to one of the resource's threads: deleting the thread deletes it.
+    ``created_at`` is the first write's time (a record without one takes ``updated_at``).
     """
 
     resource_id: Id
@@ -463,7 +466,17 @@ class State(Model):
     value: JSON = None
     status: Text | None = None
     version: int = 1
+    workflow_id: Id | None = None
+    thread_id: Id | None = None
+    created_at: Timestamp = Field(default_factory=now)
     updated_at: Timestamp = Field(default_factory=now)
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _created_with_first_write(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("created_at") is None and data.get("updated_at") is not None:
+            return {**data, "created_at": data["updated_at"]}
+        return data
 
 
 class Summary(Model):

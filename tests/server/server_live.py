@@ -46,6 +46,8 @@ async def seed_b(url: str) -> dict[str, str]:
         ], thread_id=B_THREAD, resource_id=B)
         await memory.update_working_memory("Bob keeps a quetzal", resource_id=B)
         await memory.set_state({"quetzal": 1}, resource_id=B, key="run1")
+        await memory.set_state({"xylophone": 2}, resource_id=B, key="run2", status="suspended",
+                               workflow_id="wf-b", thread_id=B_THREAD)
     async with await Memory.open(url, options=MemoryOptions(
             working_memory=WorkingMemoryOptions(scope="thread"))) as memory:
         await memory.update_working_memory("xylophone notes", resource_id=B, thread_id=B_THREAD)
@@ -119,7 +121,7 @@ def b_snapshot(live: Live) -> str:
         parts = [b.get(path, params=params).text for path, params in (
             ("/v1/threads", {}), (f"/v1/threads/{B_THREAD}", {}), (f"/v1/threads/{B_THREAD}/messages", {}),
             ("/v1/working-memory", {}), ("/v1/working-memory", {"thread_id": B_THREAD}),
-            ("/v1/stats", {}))]
+            ("/v1/stats", {}), ("/v1/states", {}))]
         # BM25 scores follow the whole index's word statistics: compare what is found, not its score
         found = b.get("/v1/search", params={"q": "quetzal"}).json()["hits"]
         parts.append(str([hit["message"] for hit in found]))

@@ -138,6 +138,88 @@ async def test_bad_thread_queries_are_422(api: httpx.AsyncClient, params: dict[s
         assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid"), (path, answer.text)
 
 
+async def test_states_put_get_patch_query_delete(api: httpx.AsyncClient) -> None:
+    assert (await api.post("/v1/threads", json={"id": "t1"})).status_code == 201
+    put = await api.put("/v1/states/run%2F1", json={"value": {"step": 1, "tmp": [1]}, "status": "running",
+                                                    "workflow_id": "wf", "thread_id": "t1"})
+    assert put.status_code == 200, put.text
+    state = put.json()
+    assert {k: state[k] for k in ("resource_id", "key", "value", "status", "version", "workflow_id",
+                                  "thread_id")} == {"resource_id": "ada", "key": "run/1", "value": {
+        "step": 1, "tmp": [1]}, "status": "running", "version": 1, "workflow_id": "wf", "thread_id": "t1"}
+    assert state["created_at"] == state["updated_at"]
+    assert (await api.get("/v1/states/run%2F1")).json() == state
+
+    change = {"merge": {"step": 2, "tmp": None}, "status": "suspended", "expected_version": 1}
+    patched = await api.patch("/v1/states/run%2F1", json=change)
+    assert patched.status_code == 200, patched.text
+    assert {k: patched.json()[k] for k in ("value", "status", "version", "workflow_id", "created_at")} == {
+        "value": {"step": 2}, "status": "suspended", "version": 2, "workflow_id": "wf",
+        "created_at": state["created_at"]}
+    stale = await api.patch("/v1/states/run%2F1", json={"merge": {"step": 3}, "expected_version": 1})
+    assert (stale.status_code, stale.json()["error"]["code"]) == (409, "conflict")
+    kept = await api.patch("/v1/states/run%2F1", json={"status": None})  # merge left out: value kept
+    assert (kept.json()["value"], kept.json()["status"], kept.json()["version"]) == ({"step": 2}, None, 3)
+    await api.patch("/v1/states/run%2F1", json={"status": "suspended"})
+    assert (await api.put("/v1/states/other", json={"value": None, "workflow_id": "wf2"})).status_code == 200
+
+    async def keys(**params: object) -> list[str]:
+        answer = await api.get("/v1/states", params=params)
+        assert answer.status_code == 200, answer.text
+        return [s["key"] for s in answer.json()["states"]]
+
+    assert await keys() == ["other", "run/1"]
+    assert await keys(suspended="true") == ["run/1"]
+    assert await keys(workflow_id="wf", status="suspended", thread_id="t1") == ["run/1"]
+    assert await keys(workflow_id="wf2") == ["other"]
+    assert await keys(limit=1) == ["other"]
+
+    created_only = await api.put("/v1/states/other", json={"value": 1, "expected_version": None})
+    assert created_only.status_code == 409  # null: only if there is no state yet
+    again = await api.put("/v1/states/other", json={"value": 2, "expected_version": 1})
+    assert (again.status_code, again.json()["version"], again.json()["workflow_id"]) == (200, 2, None)
+
+    assert (await api.delete("/v1/states/other")).status_code == 204
+    assert (await api.delete("/v1/states/other")).status_code == 204
+    gone = await api.get("/v1/states/other")
+    assert (gone.status_code, gone.json()["error"]["code"]) == (404, "not_found")
+    missing = await api.patch("/v1/states/other", json={"merge": {"a": 1}})
+    assert (missing.status_code, missing.json()["error"]["message"]) == (
+        404, "no such state for this resource")
+    assert (await api.delete("/v1/threads/t1")).status_code == 204  # its states go with it
+    assert await keys() == []
+
+
+@pytest.mark.parametrize(("method", "path", "payload"), [
+    ("GET", "/v1/states", {"suspended": "true", "status": "running"}),
+    ("GET", "/v1/states", {"limit": 0}),
+    ("GET", "/v1/states", {"workflow_id": "\x00"}),
+    ("PUT", "/v1/states/k", {"status": "x"}),  # no value
+    ("PUT", "/v1/states/k", {"value": 1, "expected_version": "1"}),
+    ("PUT", "/v1/states/k", {"value": 1, "extra": True}),
+    ("PUT", "/v1/states/k", {"value": 1, "workflow_id": ""}),
+    ("PATCH", "/v1/states/k", {"merge": {"a": 1}, "expected_version": -1}),
+    ("PATCH", "/v1/states/k", {"status": 3}),
+])
+async def test_bad_state_requests_are_422(api: httpx.AsyncClient, method: str, path: str,
+                                          payload: dict[str, object]) -> None:
+    assert (await api.put("/v1/states/k", json={"value": {"a": 0}})).status_code == 200
+    if method == "GET":
+        answer = await api.get(path, params=payload)
+    else:
+        answer = await api.request(method, path, json=payload)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid"), answer.text
+    assert (await api.get("/v1/states/k")).json()["value"] == {"a": 0}
+
+
+async def test_a_state_of_a_missing_thread_is_404(api: httpx.AsyncClient) -> None:
+    answer = await api.put("/v1/states/k", json={"value": 1, "thread_id": "nope"})
+    assert (answer.status_code, answer.json()["error"]["message"]) == (
+        404, "no such thread for this resource")
+    assert (await api.get("/v1/states", params={"thread_id": "nope"})).status_code == 404
+    assert (await api.get("/v1/states/k")).status_code == 404
+
+
 async def test_messages_save_read_delete(api: httpx.AsyncClient) -> None:
     messages = [
         {"id": "m1", "role": "user", "parts": [TEXT]},

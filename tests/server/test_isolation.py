@@ -17,8 +17,8 @@ from server_live import B_THREAD, B, Live, b_snapshot, live_server, no_b, run
 
 from postgres_server import drop_schema, postgres_url, with_schema
 
-FOREIGN = {"thread": B_THREAD, "message": "mb1"}
-MISSING = {"thread": "no-such-thread", "message": "no-such-message"}
+FOREIGN = {"thread": B_THREAD, "message": "mb1", "state": "run2"}
+MISSING = {"thread": "no-such-thread", "message": "no-such-message", "state": "no-such-state"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ def _fill(value: Any, ids: dict[str, str]) -> Any:
 
 T = "/v1/threads/{thread_id}"
 M = "/v1/threads/{thread_id}/messages"
+S = "/v1/states/{key}"
 CASES = [
     Case("GET", "/v1/me", "/v1/me", 200),
     Case("GET", "/v1/resources", "/v1/resources", 403),
@@ -84,6 +85,16 @@ CASES = [
     Case("DELETE", "/v1/working-memory", "/v1/working-memory", 204),
     Case("DELETE", "/v1/working-memory", "/v1/working-memory", 404, params={"thread_id": "{thread}"}),
     Case("GET", "/v1/stats", "/v1/stats", 200),
+    Case("GET", "/v1/states", "/v1/states", 200),
+    Case("GET", "/v1/states", "/v1/states", 200, params={"workflow_id": "wf-b", "suspended": "true"}),
+    Case("GET", "/v1/states", "/v1/states", 404, params={"thread_id": "{thread}"}),
+    Case("GET", S, "/v1/states/{state}", 404),
+    Case("PUT", S, "/v1/states/{state}", 200, body={"value": "mine"}, same_as_missing=False),
+    Case("PUT", S, "/v1/states/{state}", 404, body={"value": "taken over", "thread_id": "{thread}"}),
+    Case("PUT", S, "/v1/states/{state}", 409, body={"value": "taken over", "expected_version": 1}),
+    Case("PATCH", S, "/v1/states/{state}", 404, body={"merge": {"xylophone": None}, "status": "done"}),
+    Case("PATCH", S, "/v1/states/{state}", 404, body={"merge": {"a": 1}, "expected_version": 1}),
+    Case("DELETE", S, "/v1/states/{state}", 204),
     Case("GET", "/v1/retention", "/v1/retention", 200),
     Case("PUT", "/v1/retention", "/v1/retention", 200, body={"max_age_seconds": 86_400}),
     Case("GET", "/v1/store/retention", "/v1/store/retention", 403),

@@ -47,6 +47,13 @@ async def _workload(memory: Memory) -> None:
     await memory.update_working_memory("likes tea", resource_id="ada")
     await memory.set_state({"step": 1}, resource_id="ada", key="run-1", status="suspended")
     await memory.list_states(resource_id="ada", status="suspended")
+    await memory.set_state({"step": 1}, resource_id="ada", key="run-2", status="suspended", workflow_id="wf",
+                           thread_id="t2")
+    await memory.update_state(resource_id="ada", key="run-2", merge={"step": 2}, expected_version=1)
+    await memory.list_states(resource_id="ada")
+    await memory.list_states(resource_id="ada", workflow_id="wf")
+    await memory.list_states(resource_id="ada", thread_id="t2")
+    await memory.list_suspended(resource_id="ada", workflow_id="wf", thread_id="t2")
     await memory.delete_messages(ids[:1], thread_id="t1", resource_id="ada")
     await memory.clear_thread(thread_id="t2", resource_id="ada")
     await memory.delete_thread(thread_id="t2", resource_id="ada")

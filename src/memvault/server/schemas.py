@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memvault.model import Message, SearchHit, Thread, check_text
+from memvault.model import Message, SearchHit, State, Thread, check_text
 from memvault.transfer.stats import STAT_KINDS
 
 
@@ -82,6 +82,29 @@ class RecallIn(Body):
 class WorkingMemoryIn(Body):
     content: str = Field(description="The new content: replaces the current one.")
     thread_id: str | None = Field(None, description="A thread's working memory instead of the resource's.")
+
+
+STATE_CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"model": ErrorBody, "description": "The state is not at expected_version (another writer won)"}}
+
+
+class StateIn(Body):
+    value: Any = Field(description="Any JSON value.")
+    status: str | None = Field(None, description='e.g. "running", "suspended", "done".')
+    workflow_id: str | None = Field(None, description="The workflow the run belongs to.")
+    thread_id: str | None = Field(None, description="One of the resource's threads (deleted with it).")
+    expected_version: int | None = Field(
+        None, ge=0, description="Present: write only at this version (null: only if there is no state yet).")
+
+
+class StateChange(Body):
+    merge: Any = Field(None, description="A JSON merge patch (RFC 7386) onto the value; absent keeps it.")
+    status: str | None = Field(None, description="The new status (null clears it); absent keeps it.")
+    expected_version: int | None = Field(None, ge=0, description="Change only at this version (else 409).")
+
+
+class States(BaseModel):
+    states: list[State]
 
 
 class Me(BaseModel):

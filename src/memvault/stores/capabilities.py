@@ -49,6 +49,10 @@ class FullTextSearch(Protocol):
 
 @runtime_checkable
 class StateStore(Protocol):
+    """Keyed, versioned states of a resource (workflow runs), each optionally tagged with a
+    workflow id and scoped to one of the resource's threads (deleting the thread deletes it;
+    deleting the resource deletes them all)."""
+
     async def get_state(self, resource_id: str, key: str) -> State | None:
         """The state under ``key``, or ``None``."""
         ...
@@ -61,17 +65,46 @@ class StateStore(Protocol):
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
-        """Write the state, incrementing its version (1 for a new key).
+        """Write the whole state (value, status, workflow id, thread), incrementing its version
+        (1 for a new key); ``created_at`` is kept from the first write.
 
         With ``expected_version`` (compare-and-set): write only if the current version equals it
-        (``None`` meaning "no state yet"), else write nothing and return ``None``."""
+        (``None`` meaning "no state yet"), else write nothing and return ``None``. A
+        ``thread_id`` the resource has no thread under raises :class:`ThreadNotFoundError`, with
+        nothing written."""
+        ...
+
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        """Change an existing state atomically (no writer in any process runs between the read
+        and the write): apply the JSON merge patch ``merge`` to its value
+        (:func:`memvault.rules.merge_patch.merge_patch`) and/or set its ``status`` (``None``
+        clears it; ``UNSET`` keeps either); the version grows by one, ``updated_at`` is now.
+        With ``expected_version``, only if the current version equals it, else nothing is
+        written and ``None`` is returned. No such state raises :class:`NotFoundError`."""
         ...
 
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
-        """The resource's states (those with ``status`` when given), most recently updated first."""
+        """The resource's states (those with every given ``status``, ``workflow_id`` and
+        ``thread_id``), most recently updated first, ties by key (descending)."""
         ...
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
@@ -165,8 +198,9 @@ class ExportStore(Protocol):
         ...
 
     async def restore_state(self, state: State) -> None:
-        """Create or overwrite the state with its value, status, ``version`` and ``updated_at``
-        exactly as given."""
+        """Create or overwrite the state with its value, status, workflow id, thread,
+        ``version``, ``created_at`` and ``updated_at`` exactly as given; a thread the resource
+        does not have raises :class:`ThreadNotFoundError` (restore threads first)."""
         ...
 
     async def restore_summary(self, summary: Summary) -> None:

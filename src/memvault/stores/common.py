@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memvault.errors import ValidationError, shown
-from memvault.model import MAX_ID_LENGTH, Message, Thread, now
+from memvault.model import MAX_ID_LENGTH, Message, State, Thread, now
+from memvault.rules.merge_patch import merge_patch
 from memvault.stores.base import MessageQuery, _Unset
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -130,6 +131,18 @@ def saved_messages(
         m.model_copy(update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq})
         for m, seq in zip(messages, seqs, strict=True)
     ]
+
+
+def updated_state(current: State, merge: Any, status: Any) -> State:
+    """``current`` changed by ``update_state``: ``merge`` (a JSON merge patch, ``UNSET``: none)
+    applied to its value, ``status`` set (``UNSET`` keeps it), the next version, updated now.
+    (A merge keeps only paths of the value or of the patch, so it nests no deeper than they do.)"""
+    changes: dict[str, Any] = {"version": current.version + 1, "updated_at": now()}
+    if not isinstance(merge, _Unset):
+        changes["value"] = merge_patch(current.value, merge)
+    if not isinstance(status, _Unset):
+        changes["status"] = status
+    return current.model_copy(update=changes)
 
 
 def changed_thread(thread: Thread, title: Any, metadata: Any) -> Thread:

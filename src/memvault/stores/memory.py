@@ -36,6 +36,7 @@ from memvault.stores.common import (
     check_query,
     embedding_mismatch,
     to_micros,
+    updated_state,
 )
 
 
@@ -133,6 +134,7 @@ class InMemoryStore:
             return False
         del resource.threads[thread_id]
         resource.working_memory.pop(note_key(thread_id), None)
+        resource.states = {k: s for k, s in resource.states.items() if s.thread_id != thread_id}
         return True
 
     # messages
@@ -360,24 +362,57 @@ class InMemoryStore:
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
+        if thread_id is not None and self._record(resource_id, thread_id) is None:
+            raise ThreadNotFoundError(thread_id)
         states = self._resource(resource_id).states
         current = states.get(key)
         version = current.version if current else None
         if not isinstance(expected_version, _Unset) and expected_version != version:
             return None
+        at = now()
         state = State(
-            resource_id=resource_id, key=key, value=value, status=status, version=(version or 0) + 1
+            resource_id=resource_id, key=key, value=value, status=status, version=(version or 0) + 1,
+            workflow_id=workflow_id, thread_id=thread_id, created_at=current.created_at if current else at,
+            updated_at=at,
         )
         states[key] = state
         return state.model_copy(deep=True)
 
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        resource = self._resources.get(resource_id)
+        current = resource.states.get(key) if resource else None
+        if resource is None or current is None:
+            raise NotFoundError(f"no state {key!r} for this resource")
+        if expected_version is not None and expected_version != current.version:
+            return None
+        resource.states[key] = updated_state(current, merge, status)
+        return resource.states[key].model_copy(deep=True)
+
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
         check_limit(limit)
         resource = self._resources.get(resource_id)
-        states = [s for s in (resource.states.values() if resource else []) if status in (None, s.status)]
+        wanted = {"status": status, "workflow_id": workflow_id, "thread_id": thread_id}
+        states = [s for s in (resource.states.values() if resource else [])
+                  if all(value is None or getattr(s, name) == value for name, value in wanted.items())]
         states.sort(key=lambda s: (s.updated_at, s.key), reverse=True)
         return [s.model_copy(deep=True) for s in states[:limit]]
 
@@ -489,6 +524,8 @@ class InMemoryStore:
             record.thread = thread.model_copy(deep=True)
 
     async def restore_state(self, state: State) -> None:
+        if state.thread_id is not None and self._record(state.resource_id, state.thread_id) is None:
+            raise ThreadNotFoundError(state.thread_id)
         self._resource(state.resource_id).states[state.key] = state.model_copy(deep=True)
 
     async def restore_summary(self, summary: Summary) -> None:

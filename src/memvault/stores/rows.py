@@ -24,7 +24,7 @@ THREAD_WRITE_COLUMNS = THREAD_COLUMNS + ", title_fold"
 folded title that ``title_contains`` searches (:func:`memvault.stores.thread_queries.fold`)."""
 MESSAGE_COLUMNS = "id, thread_id, resource_id, seq, role, parts, metadata, created_us"
 """The ``messages`` columns :func:`message` reads, in order (:func:`qualified` names them in a join)."""
-STATE_COLUMNS = "resource_id, key, value, status, version, updated_us"
+STATE_COLUMNS = "resource_id, key, value, status, version, updated_us, workflow_id, thread_id, created_us"
 """The ``states`` columns :func:`state` reads, in order."""
 SUMMARY_COLUMNS = "resource_id, thread_id, text, through_seq, through_message_id, version, updated_us"
 """The ``summaries`` columns :func:`summary` reads and :func:`summary_values` gives, in order."""
@@ -70,15 +70,34 @@ def thread(row: Any) -> Thread:
     )
 
 
+STATE_FILTERS = ("status", "workflow_id", "thread_id")
+"""The columns ``list_states`` filters on (each equal when given)."""
+
+
+def states_sql(filters: dict[str, str | None], placeholder: str) -> tuple[str, list[str]]:
+    """The SQL stores' ``list_states``: the statement (parameters: the resource id, the given
+    filters' values, the limit) and the filters' values. Each filter reads an index led by
+    ``(resource_id, <column>)``, newest update first."""
+    given = [(name, value) for name, value in filters.items() if value is not None]
+    if any(name not in STATE_FILTERS for name, _ in given):
+        raise ValueError(f"unknown state filter in {sorted(filters)}")
+    where = "".join(f" AND {name} = {placeholder}" for name, _ in given)
+    return (f"SELECT {STATE_COLUMNS} FROM states WHERE resource_id = {placeholder}{where}"
+            f" ORDER BY updated_us DESC, key DESC LIMIT {placeholder}", [value for _, value in given])
+
+
 def state(row: Any) -> State:
-    """A row of ``resource_id, key, value, status, version, updated_us``."""
-    resource_id, key, value, status, version, updated_us = row
+    """A row of :data:`STATE_COLUMNS`."""
+    resource_id, key, value, status, version, updated_us, workflow_id, thread_id, created_us = row
     return State.model_construct(
         resource_id=resource_id,
         key=key,
         value=json.loads(value),
         status=status,
         version=version,
+        workflow_id=workflow_id,
+        thread_id=thread_id,
+        created_at=from_micros(created_us),
         updated_at=from_micros(updated_us),
     )
 

@@ -189,6 +189,8 @@ class Memory:
     working_memory_instructions = _twin(AsyncMemory.working_memory_instructions)
     get_state = _twin(AsyncMemory.get_state)
     set_state = _twin(AsyncMemory.set_state)
+    update_state = _twin(AsyncMemory.update_state)
+    list_suspended = _twin(AsyncMemory.list_suspended)
     compare_and_set_state = _twin(AsyncMemory.compare_and_set_state)
     list_states = _twin(AsyncMemory.list_states)
     delete_state = _twin(AsyncMemory.delete_state)

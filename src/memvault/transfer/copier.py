@@ -11,7 +11,7 @@ What is copied, per resource (in resource id order):
 - the thread's summary, with its text, version and time; its ``through_seq`` is renumbered to
   the target seq of its ``through_message_id``;
 - every working memory (resource- and thread-scoped keys alike) and every state, with its value,
-  status, version and ``updated_at``;
+  status, version, workflow id, thread, ``created_at`` and ``updated_at``;
 
 but not the API key records (:data:`~memvault.transfer.reserved.KEYS_RESOURCE`) unless
 ``include_keys``; then the stored embeddings (model, dimensions and every message's vector),
@@ -286,7 +286,8 @@ async def digest(store: HoldsStore | Store, *, include_keys: bool = True) -> Dig
             state = await st.get_state(resource_id, key)
             if state is not None:
                 add("states", [resource_id, key, state.value, state.status, state.version,
-                               to_micros(state.updated_at)])
+                               to_micros(state.updated_at), state.workflow_id, state.thread_id,
+                               to_micros(state.created_at)])
     model = await st.embedding_model()
     vectors: Sequence[tuple[str, str, str, bytes]] = sorted(await _embeddings(st)) if model else []
     for r, t_id, m_id, vector in vectors:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from memvault.server.routes import identity, lookup, messages, retention, threads
+from memvault.server.routes import identity, lookup, messages, retention, states, threads
 
-ROUTERS = (identity.router, threads.router, messages.router, lookup.router, retention.router)
+ROUTERS = (identity.router, threads.router, messages.router, lookup.router, retention.router, states.router)

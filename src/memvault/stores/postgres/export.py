@@ -7,6 +7,7 @@ from memvault.model import State, Summary, Thread
 from memvault.stores import rows
 from memvault.stores.common import RECORD_TABLES, RESOURCE_IDS_SQL, record_counts_sql, to_micros, upsert_sql
 from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.records import check_state_thread
 
 
 async def resource_ids(conn: Conn) -> list[str]:
@@ -44,10 +45,11 @@ async def restore_thread(conn: Conn, thread: Thread) -> None:
 
 
 async def restore_state(conn: Conn, state: State) -> None:
+    await check_state_thread(conn, state)
     await conn.execute(
         _UPSERT_STATE,
         (state.resource_id, state.key, rows.dumps(state.value), state.status, state.version,
-         to_micros(state.updated_at)),
+         to_micros(state.updated_at), state.workflow_id, state.thread_id, to_micros(state.created_at)),
     )
 
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memvault.errors import NotFoundError, ThreadNotFoundError
 from memvault.model import State, now
 from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
-from memvault.stores.common import to_micros
+from memvault.stores.common import from_micros, to_micros, updated_state
 from memvault.stores.postgres.db import Conn
 from memvault.stores.postgres.ops import Op, claim, record
 
@@ -78,37 +79,83 @@ async def set_state(
     version is that (``None``: no state yet), else nothing and ``None``."""
     first, version = await claim(conn, op)
     if not first:  # an earlier run of this call committed: what it wrote
-        return None if version is None else state.model_copy(update={"version": version})
+        return None if version is None else await _as_written(conn, state, version)
+    await check_state_thread(conn, state)
     values = (state.resource_id, state.key, rows.dumps(state.value), state.status,
-              to_micros(state.updated_at))
-    insert = f"INSERT INTO states ({rows.STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s)"
+              to_micros(state.updated_at), state.workflow_id, state.thread_id, to_micros(state.created_at))
+    insert = f"INSERT INTO states ({rows.STATE_COLUMNS}) VALUES (%s, %s, %s, %s, 1, %s, %s, %s, %s)"
     if isinstance(expected_version, _Unset):
         cursor = await conn.execute(
             f"{insert} ON CONFLICT (resource_id, key) DO UPDATE SET value = excluded.value,"
-            " status = excluded.status, version = states.version + 1, updated_us = excluded.updated_us"
-            " RETURNING version",
+            " status = excluded.status, version = states.version + 1, updated_us = excluded.updated_us,"
+            " workflow_id = excluded.workflow_id, thread_id = excluded.thread_id"
+            " RETURNING version, created_us",
             values,
         )
     elif expected_version is None:
-        cursor = await conn.execute(f"{insert} ON CONFLICT DO NOTHING RETURNING version", values)
+        cursor = await conn.execute(f"{insert} ON CONFLICT DO NOTHING RETURNING version, created_us", values)
     else:
         cursor = await conn.execute(
-            f"UPDATE states SET value = %s, status = %s, version = version + 1, updated_us = %s"
-            f" WHERE {_KEY} AND version = %s RETURNING version",
-            (*values[2:], *values[:2], expected_version),
+            "UPDATE states SET value = %s, status = %s, version = version + 1, updated_us = %s,"
+            f" workflow_id = %s, thread_id = %s WHERE {_KEY} AND version = %s RETURNING version, created_us",
+            (*values[2:7], *values[:2], expected_version),
         )
     row = await cursor.fetchone()
     await record(conn, op, None if row is None else int(row[0]))
-    return None if row is None else state.model_copy(update={"version": int(row[0])})
+    if row is None:
+        return None
+    return state.model_copy(update={"version": int(row[0]), "created_at": from_micros(int(row[1]))})
 
 
-async def list_states(conn: Conn, resource_id: str, status: str | None, limit: int) -> list[State]:
-    query = f"SELECT {rows.STATE_COLUMNS} FROM states WHERE resource_id = %s"
-    args: list[Any] = [resource_id]
-    if status is not None:
-        query += " AND status = %s"
-        args.append(status)
-    cursor = await conn.execute(f"{query} ORDER BY updated_us DESC, key DESC LIMIT %s", (*args, limit))
+async def _as_written(conn: Conn, state: State, version: int) -> State:
+    """What an earlier, committed run of a state write returned: the stored state when no later
+    writer changed it, else ``state`` at the version that run wrote."""
+    stored = await get_state(conn, state.resource_id, state.key)
+    return stored if stored is not None and stored.version == version else state.model_copy(
+        update={"version": version})
+
+
+async def check_state_thread(conn: Conn, state: State) -> None:
+    """:class:`ThreadNotFoundError` when the state names a thread the resource does not have;
+    else the thread's row is locked against deletion (``FOR KEY SHARE``) until the commit."""
+    if state.thread_id is None:
+        return
+    cursor = await conn.execute("SELECT 1 FROM threads WHERE resource_id = %s AND id = %s FOR KEY SHARE",
+                                (state.resource_id, state.thread_id))
+    if await cursor.fetchone() is None:
+        raise ThreadNotFoundError(state.thread_id)
+
+
+async def update_state(conn: Conn, resource_id: str, key: str, merge: Any, status: Any,
+                       expected_version: int | None, op: Op) -> State | None:
+    """``update_state``: the row locked (``SELECT ... FOR UPDATE``) from the read to the write,
+    the merge applied in Python, in one transaction. A run after one that committed returns the
+    state as stored now (``None`` if that run's version check failed)."""
+    first, version = await claim(conn, op)
+    if not first:
+        return None if version is None else await get_state(conn, resource_id, key)
+    cursor = await conn.execute(f"SELECT {rows.STATE_COLUMNS} FROM states WHERE {_KEY} FOR UPDATE",
+                                (resource_id, key))
+    row = await cursor.fetchone()
+    if row is None:
+        raise NotFoundError(f"no state {key!r} for this resource")
+    current = rows.state(row)
+    if expected_version is not None and expected_version != current.version:
+        return None
+    state = updated_state(current, merge, status)
+    await conn.execute(
+        f"UPDATE states SET value = %s, status = %s, version = %s, updated_us = %s WHERE {_KEY}",
+        (rows.dumps(state.value), state.status, state.version, to_micros(state.updated_at), resource_id, key))
+    await record(conn, op, state.version)
+    return state
+
+
+async def list_states(
+    conn: Conn, resource_id: str, filters: dict[str, str | None], limit: int
+) -> list[State]:
+    """The states with each non-``None`` ``filters`` column equal, newest update first."""
+    query, args = rows.states_sql(filters, "%s")
+    cursor = await conn.execute(query, (resource_id, *args, limit))
     return [rows.state(r) for r in await cursor.fetchall()]
 
 

@@ -168,6 +168,18 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE threads SET title_fold = lower(title) WHERE title IS NOT NULL;
     CREATE INDEX threads_by_creation ON threads (resource_id, created_us DESC, id DESC);
     """,
+    # workflow states: a workflow id, an optional thread (its states go with it: ON DELETE
+    # CASCADE) and the first write's time, with an index per query
+    """
+    ALTER TABLE states ADD COLUMN workflow_id text COLLATE "C", ADD COLUMN thread_id text COLLATE "C",
+        ADD COLUMN created_us bigint;
+    UPDATE states SET created_us = updated_us;
+    ALTER TABLE states ALTER COLUMN created_us SET NOT NULL,
+        ADD FOREIGN KEY (resource_id, thread_id) REFERENCES threads (resource_id, id) ON DELETE CASCADE;
+    CREATE INDEX states_by_status ON states (resource_id, status, updated_us DESC, key DESC);
+    CREATE INDEX states_by_workflow ON states (resource_id, workflow_id, updated_us DESC, key DESC);
+    CREATE INDEX states_by_thread ON states (resource_id, thread_id, updated_us DESC, key DESC);
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from memvault.errors import ConfigurationError, StoreError, StoreOpenError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage
+from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
@@ -217,16 +217,39 @@ class PostgresStore:
         *,
         status: str | None = None,
         expected_version: int | _Unset | None = UNSET,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> State | None:
-        state = State(resource_id=resource_id, key=key, value=value, status=status)
+        at = now()
+        state = State(resource_id=resource_id, key=key, value=value, status=status, workflow_id=workflow_id,
+                      thread_id=thread_id, created_at=at, updated_at=at)
         return await self._db.write_idempotent(
             _records.set_state, state, expected_version, self._pruning.op())
 
+    async def update_state(
+        self,
+        resource_id: str,
+        key: str,
+        *,
+        merge: Any = UNSET,
+        status: str | _Unset | None = UNSET,
+        expected_version: int | None = None,
+    ) -> State | None:
+        return await self._db.write_idempotent(
+            _records.update_state, resource_id, key, merge, status, expected_version, self._pruning.op())
+
     async def list_states(
-        self, resource_id: str, *, status: str | None = None, limit: int = 100
+        self,
+        resource_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 100,
+        workflow_id: str | None = None,
+        thread_id: str | None = None,
     ) -> list[State]:
         check_limit(limit)
-        return await self._db.read(_records.list_states, resource_id, status, limit)
+        filters = {"status": status, "workflow_id": workflow_id, "thread_id": thread_id}
+        return await self._db.read(_records.list_states, resource_id, filters, limit)
 
     async def delete_state(self, resource_id: str, key: str) -> bool:
         return await self._db.write(_records.delete_state, resource_id, key)

@@ -88,7 +88,8 @@ async def update_thread(conn: Conn, resource_id: str, thread_id: str, title: Any
 
 
 async def delete_thread(conn: Conn, resource_id: str, thread_id: str) -> bool:
-    """Messages, their vectors and the summary go with the thread (``ON DELETE CASCADE``)."""
+    """Messages, their vectors, the summary and the thread's states go with the thread
+    (``ON DELETE CASCADE``)."""
     cursor = await conn.execute(
         "DELETE FROM threads WHERE resource_id = %s AND id = %s", (resource_id, thread_id)
     )
@@ -112,13 +113,14 @@ async def delete_resource(conn: Conn, resource_id: str) -> Deleted:
         cursor = await conn.execute(query, (resource_id, *args))
         return cursor.rowcount
 
+    states = await delete("DELETE FROM states WHERE resource_id = %s")  # before the threads they cascade from
     deleted = Deleted(
         messages=await delete(
             "DELETE FROM messages WHERE resource_id = %s AND thread_id = ANY(%s::text[])", locked
         ),
         threads=await delete("DELETE FROM threads WHERE resource_id = %s AND id = ANY(%s::text[])", locked),
         working_memories=await delete("DELETE FROM working_memory WHERE resource_id = %s"),
-        states=await delete("DELETE FROM states WHERE resource_id = %s"),
+        states=states,
     )
     await delete("DELETE FROM retention WHERE resource_id = %s")  # its own policy, not the store's
     return deleted

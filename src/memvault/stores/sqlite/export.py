@@ -8,7 +8,7 @@ import sqlite3
 from memvault.model import State, Summary, Thread
 from memvault.stores import rows
 from memvault.stores.common import RECORD_TABLES, RESOURCE_IDS_SQL, record_counts_sql, upsert_sql
-from memvault.stores.sqlite.records import UPSERT_STATE, state_values
+from memvault.stores.sqlite.records import UPSERT_STATE, check_state_thread, state_values
 from memvault.stores.sqlite.summaries import UPSERT_SUMMARY
 
 
@@ -42,6 +42,7 @@ def restore_thread(conn: sqlite3.Connection, thread: Thread) -> None:
 
 
 def restore_state(conn: sqlite3.Connection, state: State) -> None:
+    check_state_thread(conn, state)
     conn.execute(UPSERT_STATE, state_values(state))
 
 

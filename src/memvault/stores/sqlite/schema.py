@@ -215,6 +215,17 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE threads SET title_fold = memvault_casefold(title) WHERE title IS NOT NULL;
     CREATE INDEX threads_by_creation ON threads (resource_id, created_us DESC, id DESC);
     """,
+    # workflow states: a workflow id, an optional thread (deleting the thread deletes its
+    # states) and the first write's time, with an index per query
+    """
+    ALTER TABLE states ADD COLUMN workflow_id TEXT;
+    ALTER TABLE states ADD COLUMN thread_id TEXT;
+    ALTER TABLE states ADD COLUMN created_us INTEGER NOT NULL DEFAULT 0;
+    UPDATE states SET created_us = updated_us;
+    CREATE INDEX states_by_update ON states (resource_id, updated_us DESC, key DESC);
+    CREATE INDEX states_by_workflow ON states (resource_id, workflow_id, updated_us DESC, key DESC);
+    CREATE INDEX states_by_thread ON states (resource_id, thread_id, updated_us DESC, key DESC);
+    """,
 )
 
 LATEST = len(MIGRATIONS)

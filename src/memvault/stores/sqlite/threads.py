@@ -79,6 +79,7 @@ def delete_thread(conn: sqlite3.Connection, resource_id: str, thread_id: str) ->
         "DELETE FROM working_memory WHERE resource_id = ? AND key = ?",
         (resource_id, note_key(thread_id)),
     )
+    conn.execute("DELETE FROM states WHERE resource_id = ? AND thread_id = ?", key)
     return conn.execute("DELETE FROM threads WHERE resource_id = ? AND id = ?", key).rowcount > 0
 
 

@@ -97,6 +97,14 @@ CALLS = [
     Call("compare_and_set_state", ("new value",), {"key": "run-1", "expected_version": None},
          needs=("states",)),
     Call("list_states", needs=("states",)),
+    Call("set_state", ("new value",), {"key": "run-2", "workflow_id": "wf"}, needs=("states",)),
+    Call("compare_and_set_state", ("new value",), {"key": "run-2", "expected_version": None, "status": "x"},
+         needs=("states",)),
+    Call("update_state", kwargs={"key": "run-1", "merge": {"step": 9}}, needs=("states",)),
+    Call("update_state", kwargs={"key": "run-1", "status": "done", "expected_version": 1}, needs=("states",)),
+    Call("list_states", kwargs={"workflow_id": "wf"}, needs=("states",)),
+    Call("list_suspended", needs=("states",)),
+    Call("list_suspended", kwargs={"workflow_id": "wf"}, needs=("states",)),
     Call("list_states", kwargs={"status": "running"}, needs=("states",)),
     Call("delete_state", kwargs={"key": "run-1"}, needs=("states",)),
     Call("get_summary", needs=("summaries",)),
@@ -131,6 +139,8 @@ async def _populate_alice(memory: Memory) -> None:
     await memory.update_working_memory("alice's note", resource_id=ALICE)
     if has(memory, "states"):
         await memory.set_state({"step": 1}, resource_id=ALICE, key="run-1", status="running")
+        await memory.set_state({"step": 2}, resource_id=ALICE, key="run-2", status="suspended",
+                               workflow_id="wf", thread_id=ALICE_THREAD)
     if has(memory, "summaries"):
         await memory.save_summary("alice asked about Oslo's weather", thread_id=ALICE_THREAD,
                                   resource_id=ALICE, through_message_id="m2", expected_version=None)
