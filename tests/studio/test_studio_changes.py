@@ -181,7 +181,12 @@ def test_the_states_tab_lists_filters_and_deletes_states(watched: Watched, studi
     page.get_by_label("Workflow id").fill("wf-booking")
     page.get_by_role("button", name="List states").click()
     expect(states).to_have_count(2)
-    page.get_by_label("suspended only").check()
+    page.get_by_label("Status").fill("done")
+    page.get_by_role("button", name="List states").click()
+    expect(states).to_have_count(1)
+    expect(states.first).to_contain_text("run-2")
+    page.get_by_label("suspended only").check()  # the status "suspended": the status box is off
+    expect(page.get_by_label("Status")).to_be_disabled()
     page.get_by_role("button", name="List states").click()
     expect(states).to_have_count(1)
     expect(states.first).to_contain_text("run-1")
@@ -189,6 +194,7 @@ def test_the_states_tab_lists_filters_and_deletes_states(watched: Watched, studi
     states.first.locator("summary").click()
     assert json.loads(states.first.locator("pre").inner_text()) == {"step": 2}
     page.get_by_label("suspended only").uncheck()
+    page.get_by_label("Status").fill("")
     page.get_by_label("Workflow id").fill("")
     open_thread(page, "erin-tools")
     page.get_by_label("of the open thread only").check()

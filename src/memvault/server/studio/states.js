@@ -27,7 +27,8 @@ export async function loadStates(event) {
   const list = $("states");
   const params = {
     workflow_id: $("states-workflow").value.trim(),
-    status: $("states-status").value.trim(),
+    // "suspended only" is the status "suspended": the status box is off meanwhile
+    status: $("states-suspended").checked ? null : $("states-status").value.trim(),
     suspended: $("states-suspended").checked ? "true" : null,
     thread_id: state.thread && $("states-this-thread").checked ? state.thread.id : null,
     limit: LIMIT,
@@ -91,4 +92,7 @@ export function clearStates() {
 
 export function wireStates() {
   $("states-form").addEventListener("submit", loadStates);
+  $("states-suspended").addEventListener("change", () => {
+    $("states-status").disabled = $("states-suspended").checked;
+  });
 }
