@@ -107,6 +107,14 @@ async def _seed(db_url: str) -> Seeded:
         await memory.save_messages([Message.user(f"line {n}", id=f"d{n:04d}") for n in range(1, LONG + 1)],
                                    thread_id="dave-long", resource_id="dave")
         await _seed_erin(memory)
+        # a tool call (#50) and its result (#51) on both sides of the newest page's edge
+        split = [Message.user(f"step {n}", id=f"g{n:03d}") for n in range(1, 251)]
+        split[49] = Message(role="assistant", id="g050", parts=[
+            ToolCallPart(tool_call_id="call_edge", name="lookup", args={"q": "edge"})])
+        split[50] = Message(role="tool", id="g051", parts=[
+            ToolResultPart(tool_call_id="call_edge", name="lookup", output={"found": "the edge"})])
+        await memory.create_thread(resource_id="gina", thread_id="split", title="Split pair")
+        await memory.save_messages(split, thread_id="split", resource_id="gina")
         # a thread id that is also a route's name (GET /v1/threads/count)
         await memory.create_thread(resource_id="frank", thread_id="count", title="A thread named count")
         await memory.save_messages([Message.user("Where is the harbour?", id="f1")], thread_id="count",
@@ -115,7 +123,8 @@ async def _seed(db_url: str) -> Seeded:
         await memory.close()
     seeded.counts = {"alice": {"threads": 3, "messages": 7}, "bob": {"threads": 1, "messages": 2},
                      "carol": {"threads": 22, "messages": 0}, "dave": {"threads": 1, "messages": LONG},
-                     "erin": {"threads": 3, "messages": 7}, "frank": {"threads": 1, "messages": 1}}
+                     "erin": {"threads": 3, "messages": 7}, "frank": {"threads": 1, "messages": 1},
+                     "gina": {"threads": 1, "messages": 250}}
     return seeded
 
 

@@ -211,6 +211,24 @@ def test_tool_results_stored_in_a_tool_message_sit_under_their_call(watched: Wat
         assert len(body) >= 2, text
 
 
+def test_a_call_and_its_result_across_a_page_edge_pair_up_when_both_are_loaded(
+    watched: Watched, studio: Studio
+) -> None:
+    page = open_studio(watched, studio, "gina")
+    open_thread(page, "split")
+    result = page.locator('#timeline li.message[data-message-id="g051"]')
+    expect(result.locator(".tool-call.orphan")).to_contain_text('"found": "the edge"')  # its call not loaded
+    page.locator("#timeline-scroll").evaluate("node => { node.scrollTop = 0; }")
+    page.get_by_role("button", name="Load older messages").click()
+    expect(page.locator("#timeline li.message")).to_have_count(250)
+    call = page.locator('#timeline li.message[data-message-id="g050"] .tool-call')
+    expect(call.locator(".tool-result")).to_contain_text('"found": "the edge"')
+    expect(result).to_have_class(has_class("compact"))
+    expect(result).to_contain_text("Result of lookup shown under its call in #50")
+    seqs = page.locator("#timeline li.message .seq").all_inner_texts()
+    assert seqs == [f"#{n}" for n in range(1, 251)]
+
+
 def test_hostile_text_is_shown_as_text(watched: Watched, studio: Studio) -> None:
     page = open_studio(watched, studio)
     title = page.locator('#threads button[data-thread-id="hostile"] .thread-title')

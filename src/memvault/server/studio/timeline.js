@@ -135,19 +135,61 @@ async function jumpToLatest() {
 // ---- rendering, keeping the reader's place ----
 
 function render() {
-  const { results, calls, callSeq } = pairing(view.messages);
+  const links = pairing(view.messages);
   const fragment = document.createDocumentFragment();
   view.items = new Map();
   if (view.hasOlder) fragment.append(pager("timeline-older", "Load older messages", loadOlder));
-  for (const message of view.messages) {
-    const item = messageItem(message, { results, calls, callSeq, onDelete: deleteMessage, onShowCall: showCall });
-    if (message.id === view.highlight) item.classList.add("highlight");
-    view.items.set(message.id, item);
-    fragment.append(item);
-  }
+  for (const message of view.messages) fragment.append(itemOf(message, links, view.items));
   if (!view.messages.length) fragment.append(el("li", { class: "muted", text: "This thread has no messages." }));
   if (view.hasNewer) fragment.append(pager("timeline-newer", "Load newer messages", loadNewer));
   $("timeline").replaceChildren(fragment);
+  updateJump();
+}
+
+function itemOf(message, { results, calls, callSeq }, items) {
+  const item = messageItem(message, { results, calls, callSeq, onDelete: deleteMessage, onShowCall: showCall });
+  if (message.id === view.highlight) item.classList.add("highlight");
+  items.set(message.id, item);
+  return item;
+}
+
+/** Whether a tool call and its result sit on both sides of a page's edge (the loaded items
+ * would then change: render them all again). */
+function pairsAcross(page) {
+  const loaded = pairing(view.messages);
+  const added = pairing(page);
+  return [...added.calls].some((id) => loaded.results.has(id)) ||
+    [...added.results.keys()].some((id) => loaded.calls.has(id));
+}
+
+/** Add a page of older or newer messages without building the loaded ones again. */
+function addPage(page, older, more) {
+  if (pairsAcross(page)) {
+    view.messages = older ? [...page, ...view.messages] : [...view.messages, ...page];
+    if (older) view.hasOlder = more; else view.hasNewer = more;
+    render();
+    return;
+  }
+  const all = older ? [...page, ...view.messages] : [...view.messages, ...page];
+  const links = pairing(all);
+  const items = new Map();
+  const fragment = document.createDocumentFragment();
+  for (const message of page) fragment.append(itemOf(message, links, items));
+  const list = $("timeline");
+  const edge = $(older ? "timeline-older" : "timeline-newer");
+  if (edge) edge.closest("li").remove();
+  if (older) {
+    if (more) fragment.prepend(pager("timeline-older", "Load older messages", loadOlder));
+    list.prepend(fragment);
+    view.items = new Map([...items, ...view.items]);
+    view.hasOlder = more;
+  } else {
+    if (more) fragment.append(pager("timeline-newer", "Load newer messages", loadNewer));
+    list.append(fragment);
+    view.items = new Map([...view.items, ...items]);
+    view.hasNewer = more;
+  }
+  view.messages = all;
   updateJump();
 }
 
@@ -199,14 +241,8 @@ async function loadPage(direction) {
   if (!fresh()) return;
   const place = anchor();
   const more = page.length > PAGE; // the one extra message: there are more beyond this page
-  if (older) {
-    view.messages = [...(more ? page.slice(1) : page), ...view.messages];
-    view.hasOlder = more;
-  } else {
-    view.messages = [...view.messages, ...(more ? page.slice(0, -1) : page)];
-    view.hasNewer = more;
-  }
-  render();
+  const shown = more ? (older ? page.slice(1) : page.slice(0, -1)) : page;
+  addPage(shown, older, more);
   restore(place);
 }
 
