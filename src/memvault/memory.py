@@ -51,7 +51,16 @@ from memvault.rules import history as history_window
 from memvault.rules import working_memory as wm
 from memvault.rules.words import searchable_query
 from memvault.stores import Store, open_store
-from memvault.stores.base import UNSET, Deleted, Direction, MessageQuery, ThreadOrder, ThreadQuery, _Unset
+from memvault.stores.base import (
+    ALL_THREADS,
+    UNSET,
+    Deleted,
+    Direction,
+    MessageQuery,
+    ThreadOrder,
+    ThreadQuery,
+    _Unset,
+)
 from memvault.stores.capabilities import (
     STORE_DEFAULT,
     TurnRead,
@@ -218,10 +227,12 @@ class Memory:
           :class:`ValidationError`). A cursor is only valid for the order it was made in.
         """
         cursor = arguments.optional_str(cursor, "cursor")
-        query = ThreadQuery(title_contains=title_contains, metadata=metadata, order_by=order_by,
-                            direction=direction, offset=offset)
+        query = check_thread_query(ThreadQuery(title_contains=title_contains, metadata=metadata,
+                                               order_by=order_by, direction=direction, offset=offset), cursor)
+        # the default query is not passed on: a store written before thread queries still lists
+        chosen = {} if query == ALL_THREADS else {"query": query}
         return await self.store.list_threads(_id(resource_id, "resource_id"), limit=limit, cursor=cursor,
-                                             query=check_thread_query(query, cursor))
+                                             **chosen)
 
     @traced("count_threads")
     async def count_threads(

@@ -20,7 +20,7 @@ from memvault.testing import StoreFactory
 
 pytest_plugins = ["memvault.testing.plugin"]
 
-CORE = {"create_thread", "get_thread", "list_threads", "update_thread", "delete_thread",
+CORE = {"create_thread", "get_thread", "list_threads", "count_threads", "update_thread", "delete_thread",
         "save_messages", "get_messages", "delete_messages", "clear_thread", "delete_resource",
         "get_working_memory", "update_working_memory", "close"}
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -105,7 +106,15 @@ def sqlite_metadata_matches(metadata: str | None, wanted: str) -> int:
         found = json.loads(metadata) if metadata else {}
     except ValueError:  # a damaged row matches nothing
         return 0
-    return int(isinstance(found, dict) and metadata_matches(found, json.loads(wanted)))
+    return int(isinstance(found, dict) and metadata_matches(found, _parsed(wanted)))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(wanted: str) -> dict[str, Any]:
+    """A metadata filter's JSON text, parsed once per query rather than once per row (callers
+    never change the dict)."""
+    value: dict[str, Any] = json.loads(wanted)
+    return value
 
 
 def selects(thread: Thread, query: ThreadQuery) -> bool:
@@ -159,11 +168,20 @@ def page(threads: Sequence[Thread], limit: int, query: ThreadQuery) -> ThreadPag
 class Dialect:
     """How a SQL store writes the filters: ``p``, its placeholder; ``contains``, a test that the
     folded title holds the parameter; ``metadata``, a test that the row's metadata matches the
-    parameter (the filter as JSON text, :func:`metadata_matches`)."""
+    parameter (the filter as JSON text, :func:`metadata_matches`); ``string_key``, when given, a
+    cheap test run first for each key the filter wants a string under (parameters: the key's
+    JSON path, the string), which must hold for every row ``metadata`` selects."""
 
     p: str
     contains: str
     metadata: str
+    string_key: str | None = None
+
+
+def _plain_key(key: str) -> bool:
+    """Whether SQLite's JSON path ``$."key"`` names this key (no quote, backslash or control
+    character in it)."""
+    return not any(c in '"\\' or ord(c) < 0x20 for c in key)
 
 
 def _filters(query: ThreadQuery, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -173,6 +191,10 @@ def _filters(query: ThreadQuery, dialect: Dialect) -> tuple[str, list[Any]]:
         sql += f" AND {dialect.contains}"
         args.append(fold(query.title_contains))
     if query.metadata:
+        for key, value in query.metadata.items() if dialect.string_key else ():
+            if isinstance(value, str) and _plain_key(key):
+                sql += f" AND {dialect.string_key}"
+                args += [f'$."{key}"', value]
         sql += f" AND {dialect.metadata}"
         args.append(json.dumps(query.metadata, ensure_ascii=False))
     return sql, args

@@ -17,9 +17,11 @@ from memvault.stores.base import Deleted, ThreadQuery
 from memvault.stores.common import changed_thread, to_micros
 
 DIALECT = tq.Dialect(p="?", contains="instr(coalesce(title_fold, ''), ?) > 0",
-                     metadata="memvault_metadata_matches(metadata, ?)")
+                     metadata="memvault_metadata_matches(metadata, ?)",
+                     string_key="json_extract(metadata, ?) = ?")
 """The thread filters in SQLite (``memvault_metadata_matches``: registered on each connection,
-:func:`memvault.stores.thread_queries.sqlite_metadata_matches`)."""
+:func:`memvault.stores.thread_queries.sqlite_metadata_matches`; a wanted string is first looked
+up by ``json_extract``, in C, so that only candidates reach the Python function)."""
 
 
 def create_thread(conn: sqlite3.Connection, thread: Thread, exist_ok: bool) -> Thread:

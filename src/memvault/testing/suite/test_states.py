@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memvault import Memory, NotFoundError, State, ThreadNotFoundError, ValidationError
+from memvault.rules.merge_patch import merge_patch
+from memvault.testing import has
 from memvault.testing.support import tick
 from memvault.transfer.jsonl import parse_records
 
@@ -336,3 +341,36 @@ async def test_export_and_import_carry_workflow_thread_and_times(memory: Memory,
             assert copied == await memory.get_state(resource_id=R, key=key)
         await other.delete_thread(thread_id="t", resource_id=R)  # still tied to its thread there
         assert [s.key for s in await other.list_states(resource_id=R)] == ["loose"]
+
+
+# Property: any sequence of merges on any JSON value leaves each store holding exactly what the
+# merge rule (memvault.rules.merge_patch, checked above against RFC 7386's examples) computes.
+
+LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5),
+                   st.sampled_from([0.5, 1.0, "x", "é", "", "🎉"]))
+KEYS = st.sampled_from(["a", "b", "c", "ключ", "%"])
+JSON_VALUES = st.recursive(
+    LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=8)
+
+
+async def _merge_all(factory: Any, start: Any, patches: list[Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        async with factory.memory(Path(folder)) as memory:
+            if not has(memory, "states"):
+                pytest.skip(f"{type(memory.store).__name__} ({factory.id}) has no states capability")
+            await memory.set_state(start, resource_id=R, key=K)
+            expected = start
+            for version, patch in enumerate(patches, 2):
+                expected = merge_patch(expected, patch)
+                updated = await memory.update_state(resource_id=R, key=K, merge=patch,
+                                                    expected_version=version - 1)
+                assert updated is not None and (updated.value, updated.version) == (expected, version)
+            stored = await memory.get_state(resource_id=R, key=K)
+            assert stored is not None and stored.value == expected
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=JSON_VALUES, patches=st.lists(JSON_VALUES, min_size=1, max_size=4))
+def test_merges_match_the_merge_rule(store_factory: Any, start: Any, patches: list[Any]) -> None:
+    asyncio.run(_merge_all(store_factory, start, patches))

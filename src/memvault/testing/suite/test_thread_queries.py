@@ -74,6 +74,19 @@ async def test_metadata_equals_every_key_as_json(memory: Memory) -> None:
     assert await memory.count_threads(resource_id=R, metadata={"project": "x"}, title_contains="z") == 0
 
 
+async def test_metadata_strings_under_any_key(memory: Memory) -> None:
+    odd = {'quo"te': "a", "back\\slash": "b", "new\nline": "c", "$.x[0]": "d", "": "e", "ключ": "é"}
+    await _titled(memory, {"a": None, "b": None, "c": None}, a=odd, b={"n": 1, "s": "1"},
+                  c={"n": "1", "s": 1})
+    for key, value in odd.items():
+        assert await _ids(memory, metadata={key: value}) == ["a"], key
+        assert await _ids(memory, metadata={key: value.upper() + "?"}) == [], key
+    assert await _ids(memory, metadata=odd) == ["a"]
+    assert await _ids(memory, metadata={"n": "1"}) == ["c"]  # a string is not a number
+    assert await _ids(memory, metadata={"s": "1"}) == ["b"]
+    assert await memory.count_threads(resource_id=R, metadata={"n": 1}) == 1
+
+
 async def test_orders_directions_and_offset(memory: Memory) -> None:
     for thread_id in ("a", "b", "c", "d"):
         await memory.create_thread(resource_id=R, thread_id=thread_id)
@@ -194,8 +207,8 @@ async def _check_queries(factory: Any, rows: list[tuple[Any, ...]], queries: lis
                for i, (title, metadata, created, updated) in enumerate(rows)]
     with tempfile.TemporaryDirectory() as folder:
         async with factory.memory(Path(folder)) as memory:
-            if not has(memory, "export"):
-                pytest.skip(f"{type(memory.store).__name__} has no export capability (restore_thread)")
+            if not has(memory, "export"):  # (the threads are restored with their exact times)
+                pytest.skip(f"{type(memory.store).__name__} ({factory.id}) has no export capability")
             store = require_export(memory.store)
             for thread in threads:
                 await store.restore_thread(thread)
