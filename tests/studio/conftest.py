@@ -33,6 +33,12 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 XSS = "<img src=x onerror=alert(1)>"
+SCRIPT = "<script>window.pwned = 1</script>"
+RTL = "\u202eevil.exe\u202c שלום"  # a right-to-left override, then Hebrew
+EMOJI = "🧠👩🏽‍💻"
+HOSTILE_TITLE = f"{SCRIPT} {RTL} {EMOJI}"
+HOSTILE_TEXT = f"{XSS} {SCRIPT} {RTL} {EMOJI} end"
+LONG = 1200  # messages in dave's long thread
 WORKING_MEMORY = "# User\n- Name: Alice\n- Likes: green tea, Lisbon\n"
 T = TypeVar("T")
 URL_PATTERN = re.compile(r"http://127\.0\.0\.1:\d+/studio/#key=\S+")
@@ -83,6 +89,9 @@ async def _seed(db_url: str) -> Seeded:
             Message.user(f"Please store this exactly: {XSS}", created_at=_at(3, 0)),
             Message.assistant("Stored, as plain text.", created_at=_at(3, 1)),
         ], thread_id=seeded.xss_thread, resource_id="alice")
+        await memory.create_thread(resource_id="alice", thread_id="hostile", title=HOSTILE_TITLE)
+        await memory.save_messages([Message.user(HOSTILE_TEXT, id="hostile-1", created_at=_at(3, 5))],
+                                   thread_id="hostile", resource_id="alice")
         await memory.update_working_memory(WORKING_MEMORY, resource_id="alice", mode="replace")
 
         await memory.create_thread(resource_id="bob", thread_id=seeded.garden_thread, title="Bob's garden")
@@ -93,15 +102,53 @@ async def _seed(db_url: str) -> Seeded:
 
         for n in range(22):  # more than a page of threads (the Studio asks for 20)
             await memory.create_thread(resource_id="carol", thread_id=f"carol-{n:02d}", title=f"Chat {n:02d}")
-        # more messages than the timeline's first page (the Studio shows the newest 500)
+        # many pages of messages (the Studio loads 200 at a time)
         await memory.create_thread(resource_id="dave", thread_id="dave-long", title="A long chat")
-        await memory.save_messages([Message.user(f"line {n}", id=f"d{n:03d}") for n in range(1, 521)],
+        await memory.save_messages([Message.user(f"line {n}", id=f"d{n:04d}") for n in range(1, LONG + 1)],
                                    thread_id="dave-long", resource_id="dave")
+        await _seed_erin(memory)
+        # a tool call (#50) and its result (#51) on both sides of the newest page's edge
+        split = [Message.user(f"step {n}", id=f"g{n:03d}") for n in range(1, 251)]
+        split[49] = Message(role="assistant", id="g050", parts=[
+            ToolCallPart(tool_call_id="call_edge", name="lookup", args={"q": "edge"})])
+        split[50] = Message(role="tool", id="g051", parts=[
+            ToolResultPart(tool_call_id="call_edge", name="lookup", output={"found": "the edge"})])
+        await memory.create_thread(resource_id="gina", thread_id="split", title="Split pair")
+        await memory.save_messages(split, thread_id="split", resource_id="gina")
+        # a thread id that is also a route's name (GET /v1/threads/count)
+        await memory.create_thread(resource_id="frank", thread_id="count", title="A thread named count")
+        await memory.save_messages([Message.user("Where is the harbour?", id="f1")], thread_id="count",
+                                   resource_id="frank")
     finally:
         await memory.close()
-    seeded.counts = {"alice": {"threads": 2, "messages": 6}, "bob": {"threads": 1, "messages": 2},
-                     "carol": {"threads": 22, "messages": 0}, "dave": {"threads": 1, "messages": 520}}
+    seeded.counts = {"alice": {"threads": 3, "messages": 7}, "bob": {"threads": 1, "messages": 2},
+                     "carol": {"threads": 22, "messages": 0}, "dave": {"threads": 1, "messages": LONG},
+                     "erin": {"threads": 3, "messages": 7}, "frank": {"threads": 1, "messages": 1},
+                     "gina": {"threads": 1, "messages": 250}}
     return seeded
+
+
+async def _seed_erin(memory: Memory) -> None:
+    """erin: a tool call whose result was stored in a later ``tool`` message, a thread to rename
+    and one to delete messages from; titles and metadata for the thread filter."""
+    await memory.create_thread(resource_id="erin", thread_id="erin-tools", title="Weather check",
+                               metadata={"project": "travel", "team": "ops"})
+    await memory.save_messages([
+        Message(role="assistant", id="e-call", created_at=_at(5, 0), parts=[
+            ToolCallPart(tool_call_id="call_w2", name="get_weather", args={"city": "Porto"})]),
+        Message(role="tool", id="e-result", created_at=_at(5, 1), parts=[
+            ToolResultPart(tool_call_id="call_w2", name="get_weather",
+                           output={"sky": "clear", "high_c": 19})]),
+        Message.assistant("Porto will be clear, about 19 °C.", id="e-answer", created_at=_at(5, 2)),
+    ], thread_id="erin-tools", resource_id="erin")
+    await memory.create_thread(resource_id="erin", thread_id="erin-notes", title="Notes to tidy",
+                               metadata={"project": "home"})
+    notes = [Message.user(f"note {n}", id=f"note-{n}", created_at=_at(6, n)) for n in (1, 2, 3)]
+    await memory.save_messages(notes, thread_id="erin-notes", resource_id="erin")
+    await memory.create_thread(resource_id="erin", thread_id="erin-plan", title="Travel plan 100%_done",
+                               metadata={"project": "travel"})
+    await memory.save_messages([Message.user("Book the train to Porto.", created_at=_at(7, 0))],
+                               thread_id="erin-plan", resource_id="erin")
 
 
 @dataclass

@@ -1,13 +1,11 @@
 """The Studio end to end: ``memvault studio`` over a seeded SQLite file, driven in headless
-Debian Chromium. Set ``MEMVAULT_STUDIO_SCREENSHOT=docs/studio.png`` to refresh the screenshot
-in the docs."""
+Debian Chromium (the reading features of issue 17 are in ``test_studio_reading``, changes in
+``test_studio_changes``, the docs' screenshots in ``test_studio_screenshots``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,8 +59,9 @@ def test_pick_a_resource_and_see_its_stats(watched: Watched, studio: Studio) -> 
     expect(page.locator("#threads")).to_contain_text("Bob's garden")
     expect(page.locator("#threads")).not_to_contain_text("Trip to Lisbon")
     page.select_option("#resource-select", "alice")
-    expect(page.locator('[data-stat="threads"] dd')).to_have_text("2")
-    expect(page.locator('[data-stat="messages"] dd')).to_have_text("6")
+    alice = studio.seeded.counts["alice"]
+    expect(page.locator('[data-stat="threads"] dd')).to_have_text(str(alice["threads"]))
+    expect(page.locator('[data-stat="messages"] dd')).to_have_text(str(alice["messages"]))
     expect(page.locator("#threads")).to_contain_text("Trip to Lisbon")
     expect(page.locator("#threads")).not_to_contain_text("Bob's garden")
     assert all(url.startswith(studio.base) for url in watched.requests), watched.requests
@@ -129,6 +128,7 @@ def test_a_thread_has_its_own_working_memory(watched: Watched, studio: Studio) -
 
 def test_recall_shows_hits_with_scores_and_sources(watched: Watched, studio: Studio) -> None:
     page = open_studio(watched, studio)
+    page.get_by_role("tab", name="Recall").click()
     page.get_by_label("Query").fill("green tea")
     page.get_by_label("Query").press("Enter")
     hits = page.locator("#recall-hits li.hit")
@@ -140,12 +140,15 @@ def test_recall_shows_hits_with_scores_and_sources(watched: Watched, studio: Stu
     assert sources and set(sources) <= {"lexical", "vector", "both"}, sources
     expect(page.locator("#recall-hits")).to_contain_text("green tea")
     expect(first.locator("time")).to_have_text(re.compile(r"2026-05-02 \d\d:\d\d UTC"))
-    first.locator("button.link").click()  # the hit's thread opens in the timeline
+    expect(first.locator(".hit-thread")).to_have_text("Trip to Lisbon")
+    first.get_by_role("button", name="Open").click()  # the hit's thread opens at its message
     expect(page.locator("#timeline-title")).to_contain_text("Trip to Lisbon")
     expect(page.locator("#timeline li.message")).to_have_count(4)
+    opened = first.get_by_role("button", name="Open").get_attribute("data-message-id")
+    expect(page.locator("#timeline li.message.highlight")).to_have_attribute("data-message-id", opened)
     # recalled as this thread's next turn: its recent messages (all four) are not hits
     page.get_by_label("from the open thread").check()
-    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("button", name="Recall", exact=True).click()
     expect(page.locator("#recall-status")).to_have_text("No hits.")
     expect(hits).to_have_count(0)
 
@@ -156,8 +159,9 @@ def test_user_content_is_shown_as_text_and_never_run(watched: Watched, studio: S
     open_thread(page, studio.seeded.xss_thread)
     expect(page.locator("#timeline li.message").first).to_contain_text(f"Please store this exactly: {XSS}")
     expect(page.locator("#timeline-title")).to_contain_text(XSS)
+    page.get_by_role("tab", name="Recall").click()
     page.get_by_label("Query").fill("store exactly")
-    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("button", name="Recall", exact=True).click()
     expect(page.locator("#recall-hits")).to_contain_text(XSS)
     assert page.locator("img").count() == 0
     assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
@@ -179,19 +183,6 @@ def test_a_bad_key_shows_an_error_and_the_key_box(watched: Watched, studio: Stud
     expect(page.locator("#error")).to_be_hidden()
 
 
-def test_a_long_timeline_loads_older_messages_on_demand(watched: Watched, studio: Studio) -> None:
-    page = open_studio(watched, studio, "dave")
-    open_thread(page, "dave-long")
-    messages = page.locator("#timeline li.message")
-    expect(messages).to_have_count(500)
-    expect(messages.first).to_contain_text("line 21")
-    page.get_by_role("button", name="Load older messages").click()
-    expect(messages).to_have_count(520)
-    expect(messages.first).to_contain_text("line 1")
-    expect(messages.last).to_contain_text("line 520")
-    expect(page.get_by_role("button", name="Load older messages")).to_have_count(0)
-
-
 def test_threads_page_through_next_cursor_and_delete(watched: Watched, studio: Studio) -> None:
     page = open_studio(watched, studio, "carol")
     more = page.get_by_role("button", name="More threads")
@@ -207,6 +198,7 @@ def test_threads_page_through_next_cursor_and_delete(watched: Watched, studio: S
     watched.accept_dialogs = True
     page.get_by_role("button", name="Delete thread").click()
     expect(page.locator('[data-stat="threads"] dd')).to_have_text("21")
+    expect(page.locator("#threads-count")).to_have_text("21 threads")
     expect(page.locator('#threads button[data-thread-id="carol-05"]')).to_have_count(0)
     expect(page.locator("#timeline-hint")).to_be_visible()
     assert studio.memory_call("get_thread", resource_id="carol", thread_id="carol-05") is None
@@ -233,27 +225,10 @@ def test_a_resource_key_sees_its_resource_and_a_revoked_key_is_refused(
     expect(page.locator("#threads")).to_contain_text("Bob's garden")
 
     studio.cli("keys", "revoke", created["key_id"])
+    page.get_by_role("tab", name="Recall").click()
     page.get_by_label("Query").fill("tomatoes")
-    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("button", name="Recall", exact=True).click()
     expect(page.locator("#error")).to_contain_text("revoked")
     expect(page.locator("#key-form")).to_be_visible()
     expect(page.locator("#studio")).to_be_hidden()
     assert page.evaluate("sessionStorage.getItem('memvault.studio.key')") is None
-
-
-def test_screenshot_for_the_docs(watched: Watched, studio: Studio) -> None:
-    """A representative view: a thread with a tool call and its unfolded reasoning, the working
-    memory and a recall. Saved only when ``MEMVAULT_STUDIO_SCREENSHOT`` names a file."""
-    page = open_studio(watched, studio)
-    open_thread(page, studio.seeded.trip_thread)
-    page.locator("#timeline details.reasoning summary").first.click()
-    page.get_by_label("Query").fill("green tea")
-    page.get_by_role("button", name="Recall").click()
-    expect(page.locator("#recall-hits li.hit").first).to_be_visible()
-    page.locator("#recall-query").blur()
-    target = os.environ.get("MEMVAULT_STUDIO_SCREENSHOT")
-    if target:
-        path = Path(target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(path), full_page=True)
-        assert path.stat().st_size > 10_000

@@ -2,8 +2,9 @@
 
 Every ``/v1`` endpoint acts on the resource of the caller's API key (see
 :mod:`memvault.server.auth`); the OpenAPI document is at ``/openapi.json``. When the Studio page
-is installed (``memvault/server/studio/``), it is served at ``/studio/`` and ``GET /`` redirects
-there. No interactive docs page is served: it would load scripts from a CDN.
+is installed (``memvault/server/studio/``), it is served at ``/studio/``, ``GET /`` redirects
+there and ``GET /favicon.ico`` answers its icon (an SVG). No interactive docs page is served: it
+would load scripts from a CDN.
 
 Example::
 
@@ -14,12 +15,13 @@ Example::
 from __future__ import annotations
 
 import hmac
+import mimetypes
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from memvault.memory import Memory
@@ -63,6 +65,8 @@ def create_app(
     if handoffs:
         _add_handoff(app, dict(handoffs))
     if STUDIO.is_dir():
+        # the page's modules must be served as JavaScript (a Windows registry can say text/plain)
+        mimetypes.add_type("text/javascript", ".js")
         app.mount("/studio", StaticFiles(directory=STUDIO, html=True), name="studio")
 
         @app.get("/", include_in_schema=False)
@@ -72,6 +76,10 @@ def create_app(
         @app.get("/studio", include_in_schema=False)
         async def studio() -> RedirectResponse:
             return RedirectResponse("/studio/")
+
+        @app.get("/favicon.ico", include_in_schema=False)
+        async def favicon() -> FileResponse:
+            return FileResponse(STUDIO / "favicon.svg", media_type="image/svg+xml")
 
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
     app.add_middleware(Gate, keyring=keyring)  # outermost: 401 before the body limit answers

@@ -20,15 +20,36 @@ async def get_messages(
     resource_id: ResourceDep,
     memory: MemoryDep,
     last_n: Annotated[int | None, Query(ge=1, le=100_000, description="Only the newest N.")] = None,
+    first_n: Annotated[int | None, Query(ge=1, le=100_000, description=(
+        "Only the oldest N (with ``after``: the next page forward)."))] = None,
     before: Annotated[str | None, Query(description=(
         "Only the messages before this message id (to page back: the first id of the previous "
         "page)."))] = None,
+    after: Annotated[str | None, Query(description=(
+        "Only the messages after this message id (to page forward: the last id of the previous "
+        "page)."))] = None,
+    around: Annotated[str | None, Query(description=(
+        "This message with up to ``range`` messages each side of it (to open a thread at a "
+        "message); not with the other parameters."))] = None,
+    around_range: Annotated[int, Query(alias="range", ge=0, le=10_000, description=(
+        "With ``around``: how many messages each side (default 50)."))] = 50,
 ) -> Messages:
-    """The thread's messages in order (all, or the newest ``last_n``, of those ``before`` a
-    message id when given); 404 for no such thread, or a ``before`` id not in it."""
+    """The thread's messages in order: all, or those ``before``/``after`` a message id, then the
+    newest ``last_n`` or oldest ``first_n`` of them; or with ``around`` one message and its
+    neighbours. 404 for no such thread, or a message id not in it; 422 for contradictory
+    parameters (``last_n`` with ``first_n``, ``around`` with any other)."""
     await owned_thread(memory, resource_id, thread_id)
-    return Messages(messages=await memory.get_messages(thread_id=thread_id, resource_id=resource_id,
-                                                       last_n=last_n, before=before))
+    if around is None:
+        return Messages(messages=await memory.get_messages(
+            thread_id=thread_id, resource_id=resource_id, last_n=last_n, first_n=first_n,
+            before=before, after=after))
+    if any(value is not None for value in (last_n, first_n, before, after)):
+        raise ApiError(422, "around: give it alone (with range), not with last_n, first_n, before or after")
+    found = await memory.get_messages(thread_id=thread_id, resource_id=resource_id, ids=[around],
+                                      message_range=around_range)
+    if not any(message.id == around for message in found):
+        raise ApiError(404, MESSAGE_NOT_FOUND)
+    return Messages(messages=found)
 
 
 @router.post("", status_code=201)
