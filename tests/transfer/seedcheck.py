@@ -96,3 +96,13 @@ async def dump(memory: Memory) -> str:
     sink = io.StringIO()
     await memory.export_records(sink)
     return sink.getvalue()
+
+
+async def assert_reimport_changes_nothing(memory: Memory, source: str) -> None:
+    """Importing ``source`` (``SYSTEM:PATH``) a second time leaves every record as the first
+    import wrote it and reports the same counts."""
+    first = await memory.import_from(source)
+    before = await dump(memory)
+    second = await memory.import_from(source)
+    assert await dump(memory) == before
+    assert second.as_dict() == first.as_dict()

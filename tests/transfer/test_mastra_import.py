@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seedcheck import at, dump, mastra_parts, memvault_parts
+from seedcheck import assert_reimport_changes_nothing, at, mastra_parts, memvault_parts
 
 from memvault import Memory
 from memvault.errors import StoreOpenError
@@ -75,11 +75,7 @@ async def test_threads_belong_to_their_resource(target: Memory, mastra_db: Sourc
 
 
 async def test_a_second_import_changes_nothing(target: Memory, mastra_db: Source) -> None:
-    first = await target.import_from(f"mastra:{mastra_db[0]}")
-    before = await dump(target)
-    second = await target.import_from(f"mastra:{mastra_db[0]}")
-    assert await dump(target) == before
-    assert second.as_dict() == first.as_dict()
+    await assert_reimport_changes_nothing(target, f"mastra:{mastra_db[0]}")
 
 
 async def test_a_message_of_another_resource_is_not_carried(target: Memory, mastra_db: Source,

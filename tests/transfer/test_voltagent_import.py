@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seedcheck import at, dump, memvault_parts, voltagent_parts
+from seedcheck import assert_reimport_changes_nothing, at, memvault_parts, voltagent_parts
 
 from memvault import Memory
 from memvault.errors import ReadOnlyStoreError, StoreOpenError, ValidationError
@@ -94,11 +94,7 @@ async def test_report_names_what_was_not_carried(target: Memory, voltagent_db: S
 
 
 async def test_a_second_import_changes_nothing(target: Memory, voltagent_db: Source) -> None:
-    first = await target.import_from(f"voltagent:{voltagent_db[0]}")
-    before = await dump(target)
-    second = await target.import_from(f"voltagent:{voltagent_db[0]}")
-    assert await dump(target) == before
-    assert second.as_dict() == first.as_dict()
+    await assert_reimport_changes_nothing(target, f"voltagent:{voltagent_db[0]}")
 
 
 async def test_reimport_keeps_messages_added_since(target: Memory, voltagent_db: Source) -> None:

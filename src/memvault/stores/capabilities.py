@@ -312,48 +312,50 @@ def methods_of(capability: type[Any]) -> frozenset[str]:
                      for name, value in vars(base).items() if callable(value) and not name.startswith("_"))
 
 
-def _supports(store: object, capability: type[Any]) -> bool:
+def implements(store: object, capability: type[Any]) -> bool:
+    """Whether ``store``'s class has every method the protocol ``capability`` asks for
+    (:func:`methods_of`), answered once per class: what each ``supports_*`` guard asks."""
     return _implements(type(store), capability)
 
 
 def supports_full_text(store: object) -> TypeGuard[FullTextSearch]:
     """Whether ``store`` has :class:`FullTextSearch`."""
-    return _supports(store, FullTextSearch)
+    return implements(store, FullTextSearch)
 
 
 def supports_states(store: object) -> TypeGuard[StateStore]:
     """Whether ``store`` has :class:`StateStore`."""
-    return _supports(store, StateStore)
+    return implements(store, StateStore)
 
 
 def supports_summaries(store: object) -> TypeGuard[SummaryStore]:
     """Whether ``store`` has :class:`SummaryStore`."""
-    return _supports(store, SummaryStore)
+    return implements(store, SummaryStore)
 
 
 def supports_embeddings(store: object) -> TypeGuard[EmbeddingStore]:
     """Whether ``store`` has :class:`EmbeddingStore`."""
-    return _supports(store, EmbeddingStore)
+    return implements(store, EmbeddingStore)
 
 
 def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:
     """Whether ``store`` has :class:`BatchReads`."""
-    return _supports(store, BatchReads)
+    return implements(store, BatchReads)
 
 
 def supports_export(store: object) -> TypeGuard[ExportStore]:
     """Whether ``store`` has :class:`ExportStore`."""
-    return _supports(store, ExportStore)
+    return implements(store, ExportStore)
 
 
 def supports_purge(store: object) -> TypeGuard[Purge]:
     """Whether ``store`` has a :class:`Purge` step."""
-    return _supports(store, Purge)
+    return implements(store, Purge)
 
 
 def supports_retention(store: object) -> TypeGuard[Retention]:
     """Whether ``store`` has :class:`Retention`."""
-    return _supports(store, Retention)
+    return implements(store, Retention)
 
 
 def _missing(store: object, what: str) -> ConfigurationError:
@@ -409,8 +411,8 @@ def require_complete(store: object, side: str = "the store") -> CompleteStore:
     lacking = [name for name, capability in (("full-text search", FullTextSearch), ("states", StateStore),
                                               ("summaries", SummaryStore), ("vectors", EmbeddingStore),
                                               ("listing and restore", ExportStore))
-               if not _supports(store, capability)]
-    if lacking or not _supports(store, Store):
+               if not implements(store, capability)]
+    if lacking or not implements(store, Store):
         raise ConfigurationError(f"{side} ({type(store).__name__}) cannot be copied or exported: it has no "
                                  + ", ".join(lacking or ["core store methods"]))
     return cast(CompleteStore, store)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeGuard, runtime_checkable
 
 from memvault.errors import ConfigurationError
+from memvault.stores.capabilities import implements
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class CheckpointStore(Protocol):
 
 def supports_checkpoints(store: object) -> TypeGuard[CheckpointStore]:
     """Whether ``store`` has :class:`CheckpointStore`."""
-    return all(callable(getattr(type(store), name, None)) for name in _METHODS)
+    return implements(store, CheckpointStore)
 
 
 def require_checkpoints(store: object) -> CheckpointStore:
@@ -129,7 +130,3 @@ def require_checkpoints(store: object) -> CheckpointStore:
         raise ConfigurationError(f"{type(store).__name__} keeps no graph checkpoints: use a store that does "
                                  "(the built-in memory://, sqlite:/// and postgresql:// stores all do)")
     return store
-
-
-_METHODS = ("put_checkpoint", "put_checkpoint_writes", "list_checkpoints", "delete_checkpoint_threads",
-            "delete_checkpoint_runs", "copy_checkpoint_thread", "prune_checkpoints")

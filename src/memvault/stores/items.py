@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from memvault.errors import ConfigurationError
+from memvault.stores.capabilities import implements
 
 Namespace = tuple[str, ...]
 ItemKey = tuple[Namespace, str]
@@ -102,7 +103,7 @@ class ItemStore(Protocol):
 
 def supports_items(store: object) -> TypeGuard[ItemStore]:
     """Whether ``store`` has :class:`ItemStore`."""
-    return all(callable(getattr(type(store), name, None)) for name in _METHODS)
+    return implements(store, ItemStore)
 
 
 def require_items(store: object) -> ItemStore:
@@ -111,7 +112,3 @@ def require_items(store: object) -> ItemStore:
         raise ConfigurationError(f"{type(store).__name__} keeps no long-term items: use a store that does "
                                  "(the built-in memory://, sqlite:/// and postgresql:// stores all do)")
     return store
-
-
-_METHODS = ("put_items", "delete_items", "get_items", "scan_items", "item_namespaces", "refresh_items",
-            "expire_items")

@@ -27,7 +27,7 @@ its type (``skip`` is called with the reason).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 Part = dict[str, Any]
@@ -38,15 +38,21 @@ _DONE = ("output-available", "result")
 _ERRORS = ("output-error", "output-denied")
 
 
-def v5_parts(parts: list[Any], skip: Skip) -> list[Part]:
-    """AI SDK 5 ``UIMessage.parts`` (VoltAgent) as memvault part dicts."""
-    out: list[Part] = []
+def _typed(parts: list[Any], skip: Skip) -> Iterator[tuple[Part, str]]:
+    """Each part that is an object with a string ``type``, with that type (its provider
+    metadata noted by :func:`_provider`); any other is skipped."""
     for part in parts:
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
             skip("parts that are not objects with a type")
             continue
-        kind = part["type"]
         _provider(part, skip)
+        yield part, part["type"]
+
+
+def v5_parts(parts: list[Any], skip: Skip) -> list[Part]:
+    """AI SDK 5 ``UIMessage.parts`` (VoltAgent) as memvault part dicts."""
+    out: list[Part] = []
+    for part, kind in _typed(parts, skip):
         if kind == "text":
             out.append({"type": "text", "text": part.get("text", "")})
         elif kind == "reasoning":
@@ -65,12 +71,7 @@ def v5_parts(parts: list[Any], skip: Skip) -> list[Part]:
 def v4_parts(parts: list[Any], skip: Skip) -> list[Part]:
     """Mastra format 2 ``content.parts`` (AI SDK 4 parts and Mastra's) as memvault part dicts."""
     out: list[Part] = []
-    for part in parts:
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            skip("parts that are not objects with a type")
-            continue
-        kind = part["type"]
-        _provider(part, skip)
+    for part, kind in _typed(parts, skip):
         if kind == "text":
             out.append({"type": "text", "text": part.get("text", "")})
         elif kind == "reasoning":

@@ -28,17 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import Message, State, Thread, note_key
+from memvault.model import Message, State, note_key
 from memvault.transfer.aiparts import Part, v4_parts
 from memvault.transfer.seeds import (
     Seed,
     SeedThread,
+    add_thread,
     json_object,
     json_value,
     open_source,
     table_names,
     timestamp,
-    title,
 )
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -67,19 +67,10 @@ def read(path: Path) -> Seed:
 def _threads(db: sqlite3.Connection, seed: Seed) -> dict[str, SeedThread]:
     threads: dict[str, SeedThread] = {}
     for row in db.execute('SELECT * FROM mastra_threads ORDER BY "createdAt", rowid'):
-        try:
-            metadata = json_object(row["metadata"])
-            note = metadata.pop("workingMemory", None)
-            thread = Thread.parse({"id": row["id"], "resource_id": row["resourceId"],
-                                   "title": title(row["title"]), "metadata": metadata,
-                                   "created_at": timestamp(row["createdAt"]),
-                                   "updated_at": timestamp(row["updatedAt"])})
-        except (ValueError, ValidationError):
-            seed.skip("threads that could not be read (with their messages)")
-            continue
-        threads[thread.id] = SeedThread(thread)
-        if isinstance(note, str) and note:
-            seed.notes.append((thread.resource_id, note_key(thread.id), note))
+        add_thread(seed, threads, {"id": row["id"], "resource_id": row["resourceId"], "title": row["title"],
+                                   "metadata": row["metadata"], "created_at": row["createdAt"],
+                                   "updated_at": row["updatedAt"]},
+                   unreadable="threads that could not be read (with their messages)")
     return threads
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import StoreOpenError, ValidationError
-from memvault.model import Message, State, Thread
+from memvault.model import Message, State, Thread, note_key
 from memvault.stores.capabilities import CompleteStore
 from memvault.transfer import jsonb
 from memvault.transfer.copier import BATCH
@@ -175,6 +175,30 @@ def timestamp(raw: Any) -> datetime:
 def title(raw: Any) -> str | None:
     """A source title (an empty one becomes no title)."""
     return raw if isinstance(raw, str) and raw.strip() else None
+
+
+def add_thread(seed: Seed, threads: dict[str, SeedThread], raw: Mapping[str, Any], *, unreadable: str,
+               extra: Mapping[str, Any] | None = None) -> None:
+    """Add to ``threads`` (by id) the source thread whose columns ``raw`` gives as stored:
+    ``id``, ``resource_id``, ``title`` (see :func:`title`), ``metadata`` (a JSON object column,
+    :func:`json_object`), ``created_at`` and ``updated_at`` (:func:`timestamp`). The
+    thread-scope working memory (a non-empty ``workingMemory`` string in the metadata) leaves the
+    metadata and becomes the thread's note in ``seed``; ``extra`` keys are then added to the
+    metadata. A thread that cannot be read is skipped in ``seed`` for the reason ``unreadable``."""
+    try:
+        metadata = json_object(raw["metadata"])
+        note = metadata.pop("workingMemory", None)
+        metadata.update(extra or {})
+        thread = Thread.parse({"id": raw["id"], "resource_id": raw["resource_id"],
+                               "title": title(raw["title"]), "metadata": metadata,
+                               "created_at": timestamp(raw["created_at"]),
+                               "updated_at": timestamp(raw["updated_at"])})
+    except (ValueError, ValidationError):
+        seed.skip(unreadable)
+        return
+    threads[thread.id] = SeedThread(thread)
+    if isinstance(note, str) and note:
+        seed.notes.append((thread.resource_id, note_key(thread.id), note))
 
 
 async def write_seed(store: CompleteStore, seed: Seed, report: ImportReport,

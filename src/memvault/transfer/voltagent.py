@@ -28,17 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import Message, State, Thread, note_key
+from memvault.model import Message, State, note_key
 from memvault.transfer.aiparts import v5_parts
 from memvault.transfer.seeds import (
     Seed,
     SeedThread,
+    add_thread,
     json_object,
     json_value,
     open_source,
     table_names,
     timestamp,
-    title,
 )
 
 PREFIX = "voltagent_memory"
@@ -75,20 +75,11 @@ def read(path: Path, *, prefix: str = PREFIX) -> Seed:
 def _conversations(db: sqlite3.Connection, prefix: str, seed: Seed) -> dict[str, SeedThread]:
     threads: dict[str, SeedThread] = {}
     for row in db.execute(f'SELECT * FROM "{prefix}_conversations" ORDER BY created_at, rowid'):
-        try:
-            metadata = json_object(row["metadata"])
-            note = metadata.pop("workingMemory", None)
-            metadata["voltagent"] = {"resource_id": row["resource_id"]}
-            thread = Thread.parse({"id": row["id"], "resource_id": row["user_id"],
-                                   "title": title(row["title"]), "metadata": metadata,
-                                   "created_at": timestamp(row["created_at"]),
-                                   "updated_at": timestamp(row["updated_at"])})
-        except (ValueError, ValidationError):
-            seed.skip("conversations that could not be read (with their messages)")
-            continue
-        threads[thread.id] = SeedThread(thread)
-        if isinstance(note, str) and note:
-            seed.notes.append((thread.resource_id, note_key(thread.id), note))
+        add_thread(seed, threads, {"id": row["id"], "resource_id": row["user_id"], "title": row["title"],
+                                   "metadata": row["metadata"], "created_at": row["created_at"],
+                                   "updated_at": row["updated_at"]},
+                   unreadable="conversations that could not be read (with their messages)",
+                   extra={"voltagent": {"resource_id": row["resource_id"]}})
     return threads
 
 

@@ -7,6 +7,7 @@ there."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -40,27 +41,33 @@ async def seed(memory: Memory, resource_id: str, thread: str, marker: str) -> No
     await store.aput((thread,), "fact", {"text": f"{marker} likes tea"})
 
 
-async def test_deleting_the_resource_leaves_no_copy_in_the_files(tmp_path: Path) -> None:
+async def assert_erased(tmp_path: Path, doomed: tuple[str, str], kept: tuple[str, str],
+                        erase: Callable[[Memory], Awaitable[None]]) -> None:
+    """Seed a graph under ``doomed`` (resource, thread) and one under ``kept``, each with its own
+    marker; once ``erase`` returns (and again once the memory is closed) the doomed marker is in
+    none of the files, while the kept one still is."""
     db = tmp_path / "graph.db"
-    marker, kept = f"zq{uuid.uuid4().hex[:10]}7", f"kp{uuid.uuid4().hex[:10]}7"
+    marker, kept_marker = f"zq{uuid.uuid4().hex[:10]}7", f"kp{uuid.uuid4().hex[:10]}7"
     async with await Memory.open(f"sqlite:///{db}") as memory:
-        await seed(memory, "ann", "t", marker)
-        await seed(memory, "bob", "t", kept)
+        await seed(memory, *doomed, marker)
+        await seed(memory, *kept, kept_marker)
         assert copies(db, marker) > 0
-        await memory.delete_resource(resource_id="ann")
+        await erase(memory)
         assert copies(db, marker) == 0
-        assert copies(db, kept) > 0
+        assert copies(db, kept_marker) > 0
     assert copies(db, marker) == 0
 
 
+async def test_deleting_the_resource_leaves_no_copy_in_the_files(tmp_path: Path) -> None:
+    async def erase(memory: Memory) -> None:
+        await memory.delete_resource(resource_id="ann")
+
+    await assert_erased(tmp_path, ("ann", "t"), ("bob", "t"), erase)
+
+
 async def test_deleting_a_graph_thread_or_an_item_leaves_no_copy(tmp_path: Path) -> None:
-    db = tmp_path / "graph.db"
-    marker, kept = f"zq{uuid.uuid4().hex[:10]}7", f"kp{uuid.uuid4().hex[:10]}7"
-    async with await Memory.open(f"sqlite:///{db}") as memory:
-        await seed(memory, "ann", "doomed", marker)
-        await seed(memory, "ann", "kept", kept)
-        assert copies(db, marker) > 0
+    async def erase(memory: Memory) -> None:
         await MemvaultSaver(memory, resource_id="ann").adelete_thread("doomed")
         await MemvaultStore(memory, resource_id="ann").adelete(("doomed",), "fact")
-        assert copies(db, marker) == 0
-        assert copies(db, kept) > 0
+
+    await assert_erased(tmp_path, ("ann", "doomed"), ("ann", "kept"), erase)

@@ -219,22 +219,15 @@ def _json_object(value: Any) -> dict[str, Any]:
     return checked
 
 
+def _fields(record: ItemRecord) -> dict[str, Any]:
+    """What LangGraph's :class:`Item` (and :class:`SearchItem`) takes of a stored item."""
+    return {"namespace": record.namespace, "key": record.key, "value": record.value,
+            "created_at": record.created_at, "updated_at": record.updated_at}
+
+
 def _item(record: ItemRecord) -> Item:
-    return Item(
-        value=record.value,
-        key=record.key,
-        namespace=record.namespace,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
+    return Item(**_fields(record))
 
 
 def _search_item(record: ItemRecord, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=record.namespace,
-        key=record.key,
-        value=record.value,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        score=score,
-    )
+    return SearchItem(**_fields(record), score=score)
