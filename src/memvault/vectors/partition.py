@@ -86,6 +86,21 @@ class ThreadedRows:
     def _resize(self, capacity: int) -> None:
         raise NotImplementedError
 
+    def _swap_remove(self, row: int) -> None:
+        raise NotImplementedError
+
+    def _compact(self, rows: Rows) -> None:
+        raise NotImplementedError
+
+    def _code(self, thread_id: str) -> int:
+        """The thread's int32 code, a new one (the next integer) for a thread not seen yet."""
+        code = self.thread_code.get(thread_id)
+        if code is None:
+            code = len(self.thread_names)
+            self.thread_code[thread_id] = code
+            self.thread_names.append(thread_id)
+        return code
+
     def _reserve(self, needed: int) -> None:
         """Room for ``needed`` rows: capacity grows by half (amortised O(1) appends)."""
         if needed > self.capacity:
@@ -97,10 +112,15 @@ class ThreadedRows:
         if self.capacity > 4 * self.size and self.capacity > 4 * _MIN_CAPACITY:
             self._resize(max(2 * self.size, _MIN_CAPACITY))
 
-    def _swaps(self, rows: Rows) -> bool:
-        """Whether removing ``rows`` swaps the last row into each hole (few rows go) rather
-        than compacting."""
-        return bool(rows.size <= _SWAP_REMOVE_MAX or rows.size * 16 <= self.size)
+    def _drop(self, rows: Rows) -> None:
+        """Remove ``rows`` (distinct, live): swap the last row into each hole when few rows go
+        (at most 64, or at most 1/16 of the rows), else compact."""
+        self._thread_rows.clear()
+        if rows.size <= _SWAP_REMOVE_MAX or rows.size * 16 <= self.size:
+            for row in sorted(rows.tolist(), reverse=True):
+                self._swap_remove(row)
+        else:
+            self._compact(rows)
 
 
 class Partition(ThreadedRows):
@@ -200,14 +220,9 @@ class Partition(ThreadedRows):
         """Remove these rows (distinct, live); returns their keys."""
         if rows.size == 0:
             return np.empty(0, dtype=np.uint64)
-        self._thread_rows.clear()
         removed = self.keys[rows].copy()
         self.row_of_key[removed.astype(np.intp)] = -1
-        if self._swaps(rows):
-            for row in sorted(rows.tolist(), reverse=True):
-                self._swap_remove(row)
-        else:
-            self._compact(rows)
+        self._drop(rows)
         self._maybe_shrink()
         return removed
 
@@ -218,14 +233,6 @@ class Partition(ThreadedRows):
         self.next_key = self.size
 
     # internals
-
-    def _code(self, thread_id: str) -> int:
-        code = self.thread_code.get(thread_id)
-        if code is None:
-            code = len(self.thread_names)
-            self.thread_code[thread_id] = code
-            self.thread_names.append(thread_id)
-        return code
 
     def _resize(self, capacity: int) -> None:
         self.matrix = resized(self.matrix, capacity, self.size)

@@ -151,23 +151,15 @@ class QuantizedPartition(ThreadedRows):
         """Remove these rows (distinct, live); returns how many."""
         if rows.size == 0:
             return 0
-        self._thread_rows.clear()
-        if self._swaps(rows):
-            for row in sorted(rows.tolist(), reverse=True):
-                self._swap_remove(row)
-        else:
-            self._compact(rows)
+        self._drop(rows)
         self._shrink()
         return int(rows.size)
 
     # internals
 
     def _code(self, thread_id: str) -> int:
-        code = self.thread_code.get(thread_id)
-        if code is None:
-            code = len(self.thread_names)
-            self.thread_code[thread_id] = code
-            self.thread_names.append(thread_id)
+        code = super()._code(thread_id)
+        if code == len(self._row_of):  # a new thread: its message id -> row dict
             self._row_of.append({})
         return code
 
