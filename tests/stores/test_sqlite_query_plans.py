@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memvault import Memory, Message, ToolCallPart, ToolResultPart
-from memvault.stores.sqlite import SqliteStore
 from memvault.stores.sqlite.schema import register_functions
+from sqlite_trace import scans, traced_store
 
 
 async def _workload(memory: Memory) -> None:
@@ -62,10 +62,7 @@ async def _workload(memory: Memory) -> None:
 
 async def test_no_statement_scans_a_whole_table(tmp_path: Path) -> None:
     path = tmp_path / "plans.db"
-    store = await SqliteStore.open(path)
-    statements: list[str] = []
-    conn = store._worker.connection()
-    await store._worker.run(conn.set_trace_callback, statements.append)
+    store, statements = await traced_store(path)
     memory = Memory(store)
     await _workload(memory)
     await memory.close()
@@ -76,13 +73,13 @@ async def test_no_statement_scans_a_whole_table(tmp_path: Path) -> None:
     for sql in dict.fromkeys(statements):
         if not re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE)", sql, re.IGNORECASE):
             continue
-        plan = " | ".join(row[3] for row in probe.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        scanned, plan = scans(probe, sql)
         # messages_fts is searched through its own index (and its vocabulary by term);
         # messages_fts_progress has one row; json_each is the list of rowids a search passes;
         # FTS5 reads its own one-row configuration (main.messages_fts_config) when it starts
-        scans = [s for s in re.findall(r"SCAN ([\w.]+)", plan)
-                 if s not in ("messages_fts", "messages_fts_vocab", "messages_fts_progress", "json_each",
-                              "main.messages_fts_config")]
-        assert not scans, f"{sql}\n  plan: {plan}"
+        full = [s for s in scanned
+                if s not in ("messages_fts", "messages_fts_vocab", "messages_fts_progress", "json_each",
+                             "main.messages_fts_config")]
+        assert not full, f"{sql}\n  plan: {plan}"
         checked += 1
     assert checked >= 15

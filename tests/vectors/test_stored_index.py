@@ -7,7 +7,6 @@ store."""
 from __future__ import annotations
 
 import asyncio
-import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -23,6 +22,7 @@ from memvault import Memory, Message
 from memvault.errors import ValidationError
 from memvault.stores.sqlite import SqliteStore
 from memvault.vectors.stored import StoredIndex, VectorSource
+from sqlite_trace import scans, traced_store
 
 DIMS = 32
 MODEL = "test/random"
@@ -305,13 +305,8 @@ async def test_bad_arguments_raise_validation_errors(
 
 async def test_vector_reads_go_through_indexes(tmp_path: Path) -> None:
     path = tmp_path / "plans.db"
-    store = await SqliteStore.open(path)
-    statements: list[str] = []
-    conn = store._worker.connection()
-    await store._worker.run(conn.set_trace_callback, statements.append)
-    reader = store._worker._reader  # small reads (the rescoring) run on the caller's thread
-    assert reader is not None
-    reader.set_trace_callback(statements.append)
+    # small reads (the rescoring) run on the caller's thread, on the reader connection
+    store, statements = await traced_store(path, reader=True)
     vectors = np.random.default_rng(8).standard_normal((200, DIMS))
     await _fill(store, "ada", vectors)
     await _fill(store, "bob", vectors)
@@ -324,8 +319,8 @@ async def test_vector_reads_go_through_indexes(tmp_path: Path) -> None:
     for sql in dict.fromkeys(statements):
         if "message_vectors" not in sql or not sql.lstrip().upper().startswith("SELECT"):
             continue
-        plan = " | ".join(row[3] for row in probe.execute(f"EXPLAIN QUERY PLAN {sql}"))
-        assert not [s for s in re.findall(r"SCAN (\w+)", plan) if s != "k"], f"{sql}\n  {plan}"
+        scanned, plan = scans(probe, sql)
+        assert not [s for s in scanned if s != "k"], f"{sql}\n  {plan}"
         checked += 1
     assert checked >= 3
 

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.errors import MissingExtraError, ValidationError
+from memvault.vectors import validate
 from memvault.vectors.exact import INLINE_WORK, ExactIndex
 from memvault.vectors.partition import Keys, Partition, Rows, similarities
 
@@ -115,8 +116,7 @@ class AnnIndex(ExactIndex):
                             ("expansion_add", expansion_add), ("expansion_search", expansion_search),
                             ("oversample", oversample), ("min_fetch", min_fetch),
                             ("max_fetch", max_fetch)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+            validate.check_positive(value, name)
         self.graph_min_rows = graph_min_rows
         self.connectivity = connectivity
         self.expansion_add = expansion_add

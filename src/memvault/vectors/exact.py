@@ -38,6 +38,24 @@ INLINE_WORK = 2_000_000
 384 dimensions, well under a millisecond) runs on the event loop's thread; a larger one runs in a
 worker thread, which costs some tens of microseconds more but keeps the loop responsive."""
 
+async def run_locked(lock: threading.Lock, work: int, inline_work: int,
+                     operation: Callable[[], T]) -> T:
+    """Run ``operation`` holding ``lock``: on the event loop's thread when ``work`` (floats
+    touched) is at most ``inline_work`` and the lock is free, else in a worker thread that waits
+    for the lock (the event loop never waits on it). Returns what ``operation`` returns."""
+    if work <= inline_work and lock.acquire(blocking=False):
+        try:
+            return operation()
+        finally:
+            lock.release()
+    return await asyncio.to_thread(_holding, lock, operation)
+
+
+def _holding(lock: threading.Lock, operation: Callable[[], T]) -> T:
+    with lock:
+        return operation()
+
+
 _GATHER_FRACTION = 0.125  # a thread filter gathers its rows when they are at most this share
 # (measured: gathering 10% of the rows and scanning them costs about 3/4 of a full scan, 25% twice)
 
@@ -123,18 +141,7 @@ class ExactIndex:
     # running
 
     async def _run(self, work: int, operation: Callable[[], T]) -> T:
-        """Run ``operation`` under the lock: inline when small and the lock is free, else in a
-        worker thread (the event loop never waits on the lock)."""
-        if work <= self.inline_work and self._lock.acquire(blocking=False):
-            try:
-                return operation()
-            finally:
-                self._lock.release()
-        return await asyncio.to_thread(self._locked, operation)
-
-    def _locked(self, operation: Callable[[], T]) -> T:
-        with self._lock:
-            return operation()
+        return await run_locked(self._lock, work, self.inline_work, operation)
 
     # synchronous cores (called with the lock held)
 

@@ -15,6 +15,7 @@ partition serialises access.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +28,8 @@ Keys = NDArray[np.uint64]
 _MIN_CAPACITY = 16
 _SWAP_REMOVE_MAX = 64  # removing more rows than this (and than 1/16 of the rows) compacts instead
 
+S = TypeVar("S", bound=np.generic)
+
 
 def similarities(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
     """``matrix @ query`` computed by numpy's ``einsum``: SIMD on one core, GIL released, no
@@ -38,11 +41,92 @@ def similarities(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDA
     return scores
 
 
-class Partition:
+def resized(array: NDArray[S], capacity: int, size: int) -> NDArray[S]:
+    """A new array of ``capacity`` rows (``array``'s dtype and row shape) whose first ``size``
+    rows are ``array``'s."""
+    out: NDArray[S] = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[:size] = array[:size]
+    return out
+
+
+def kept_rows(size: int, rows: Rows) -> Rows:
+    """The rows of ``0..size-1`` not in ``rows``, ascending."""
+    keep = np.ones(size, dtype=bool)
+    keep[rows] = False
+    return np.flatnonzero(keep)
+
+
+class ThreadedRows:
+    """What :class:`Partition` and :class:`~memvault.vectors.quantized.QuantizedPartition`
+    share: ``size`` live rows in arrays of one capacity, each row's thread as an int32 code
+    (``threads``; ``thread_names[code]`` is its id), the rows of each thread cached until the
+    next change, and the growth, shrink and removal policies. A subclass sets the attributes
+    and implements :meth:`_resize` (which reallocates every per-row array)."""
+
+    __slots__ = ("_thread_rows", "size", "thread_code", "thread_names", "threads")
+
+    threads: NDArray[np.int32]
+    size: int
+    thread_code: dict[str, int]
+    thread_names: list[str]
+    _thread_rows: dict[int, Rows]
+
+    @property
+    def capacity(self) -> int:
+        return int(self.threads.shape[0])
+
+    def thread_rows(self, code: int) -> Rows:
+        """The rows of the thread with this code, ascending; cached until the next change."""
+        rows = self._thread_rows.get(code)
+        if rows is None:
+            rows = np.flatnonzero(self.threads[: self.size] == code)
+            self._thread_rows[code] = rows
+        return rows
+
+    def _resize(self, capacity: int) -> None:
+        raise NotImplementedError
+
+    def _swap_remove(self, row: int) -> None:
+        raise NotImplementedError
+
+    def _compact(self, rows: Rows) -> None:
+        raise NotImplementedError
+
+    def _code(self, thread_id: str) -> int:
+        """The thread's int32 code, a new one (the next integer) for a thread not seen yet."""
+        code = self.thread_code.get(thread_id)
+        if code is None:
+            code = len(self.thread_names)
+            self.thread_code[thread_id] = code
+            self.thread_names.append(thread_id)
+        return code
+
+    def _reserve(self, needed: int) -> None:
+        """Room for ``needed`` rows: capacity grows by half (amortised O(1) appends)."""
+        if needed > self.capacity:
+            self._resize(max(needed, self.capacity + self.capacity // 2, _MIN_CAPACITY))
+
+    def _shrink(self) -> None:
+        """Reallocate the arrays to twice the live rows (at least 16) once their capacity is
+        more than four times the live rows and more than 64."""
+        if self.capacity > 4 * self.size and self.capacity > 4 * _MIN_CAPACITY:
+            self._resize(max(2 * self.size, _MIN_CAPACITY))
+
+    def _drop(self, rows: Rows) -> None:
+        """Remove ``rows`` (distinct, live): swap the last row into each hole when few rows go
+        (at most 64, or at most 1/16 of the rows), else compact."""
+        self._thread_rows.clear()
+        if rows.size <= _SWAP_REMOVE_MAX or rows.size * 16 <= self.size:
+            for row in sorted(rows.tolist(), reverse=True):
+                self._swap_remove(row)
+        else:
+            self._compact(rows)
+
+
+class Partition(ThreadedRows):
     """The vectors of one resource. ``matrix[:size]`` are the live rows."""
 
     __slots__ = (
-        "_thread_rows",
         "created_ats",
         "ids",
         "keys",
@@ -52,10 +136,6 @@ class Partition:
         "next_key",
         "row_of",
         "row_of_key",
-        "size",
-        "thread_code",
-        "thread_names",
-        "threads",
     )
 
     def __init__(self, dimensions: int) -> None:
@@ -75,21 +155,9 @@ class Partition:
         self.keys_pinned = False
         self._thread_rows: dict[int, Rows] = {}
 
-    @property
-    def capacity(self) -> int:
-        return int(self.matrix.shape[0])
-
     def vectors(self) -> NDArray[np.float32]:
         """The live rows (a view)."""
         return self.matrix[: self.size]
-
-    def thread_rows(self, code: int) -> Rows:
-        """The rows of the thread with this code, ascending; cached until the next change."""
-        rows = self._thread_rows.get(code)
-        if rows is None:
-            rows = np.flatnonzero(self.threads[: self.size] == code)
-            self._thread_rows[code] = rows
-        return rows
 
     def item(self, row: int, resource_id: str) -> VectorItem:
         return VectorItem(
@@ -152,14 +220,9 @@ class Partition:
         """Remove these rows (distinct, live); returns their keys."""
         if rows.size == 0:
             return np.empty(0, dtype=np.uint64)
-        self._thread_rows.clear()
         removed = self.keys[rows].copy()
         self.row_of_key[removed.astype(np.intp)] = -1
-        if rows.size <= _SWAP_REMOVE_MAX or rows.size * 16 <= self.size:
-            for row in sorted(rows.tolist(), reverse=True):
-                self._swap_remove(row)
-        else:
-            self._compact(rows)
+        self._drop(rows)
         self._maybe_shrink()
         return removed
 
@@ -171,36 +234,18 @@ class Partition:
 
     # internals
 
-    def _code(self, thread_id: str) -> int:
-        code = self.thread_code.get(thread_id)
-        if code is None:
-            code = len(self.thread_names)
-            self.thread_code[thread_id] = code
-            self.thread_names.append(thread_id)
-        return code
-
-    def _reserve(self, needed: int) -> None:
-        if needed <= self.capacity:
-            return
-        self._resize(max(needed, self.capacity + self.capacity // 2, _MIN_CAPACITY))
-
     def _resize(self, capacity: int) -> None:
-        size = self.size
-        matrix = np.empty((capacity, self.matrix.shape[1]), dtype=np.float32)
-        matrix[:size] = self.matrix[:size]
-        threads = np.empty(capacity, dtype=np.int32)
-        threads[:size] = self.threads[:size]
-        keys = np.empty(capacity, dtype=np.uint64)
-        keys[:size] = self.keys[:size]
-        self.matrix, self.threads, self.keys = matrix, threads, keys
+        self.matrix = resized(self.matrix, capacity, self.size)
+        self.threads = resized(self.threads, capacity, self.size)
+        self.keys = resized(self.keys, capacity, self.size)
 
     def _maybe_shrink(self) -> None:
         if self.size == 0:
             self._resize(0)
             self.thread_code.clear()
             self.thread_names.clear()
-        elif self.capacity > 4 * self.size and self.capacity > 4 * _MIN_CAPACITY:
-            self._resize(max(2 * self.size, _MIN_CAPACITY))
+        else:
+            self._shrink()
 
     def _new_keys(self, rows: Rows) -> None:
         if not self.keys_pinned and self.next_key + rows.size > 2 * self.size + 1024:
@@ -235,9 +280,7 @@ class Partition:
         self.size = last
 
     def _compact(self, rows: Rows) -> None:
-        keep = np.ones(self.size, dtype=bool)
-        keep[rows] = False
-        kept = np.flatnonzero(keep)
+        kept = kept_rows(self.size, rows)
         count = kept.size
         self.matrix[:count] = self.matrix[kept]
         self.threads[:count] = self.threads[kept]

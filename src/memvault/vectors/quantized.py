@@ -18,15 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from memvault.vectors.partition import Rows
+from memvault.vectors.partition import Rows, ThreadedRows, kept_rows, resized
 
 ROW_OVERHEAD = 150
 """Bytes a row costs beyond its codes, scale and thread code, roughly: its message id (a Python
 string), its list slot and its entry in the thread's dict (measured with tracemalloc over 100k
 rows loaded in pages: 120 bytes for 8-character ids, 148 for 36-character UUIDs)."""
-
-_MIN_CAPACITY = 16
-_SWAP_REMOVE_MAX = 64
 
 
 def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
@@ -40,11 +37,10 @@ def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.
     return codes, scales.astype(np.float32, copy=False)
 
 
-class QuantizedPartition:
+class QuantizedPartition(ThreadedRows):
     """The int8 vectors of one resource. ``codes[:size]`` are the live rows."""
 
-    __slots__ = ("_row_of", "_thread_rows", "codes", "message_ids", "scales", "size",
-                 "thread_code", "thread_names", "threads")
+    __slots__ = ("_row_of", "codes", "message_ids", "scales")
 
     def __init__(self, dimensions: int) -> None:
         self.codes: NDArray[np.int8] = np.empty((0, dimensions), dtype=np.int8)
@@ -66,14 +62,6 @@ class QuantizedPartition:
     def key(self, row: int) -> tuple[str, str]:
         """``(thread_id, message_id)`` of a live row."""
         return self.thread_names[int(self.threads[row])], self.message_ids[row]
-
-    def thread_rows(self, code: int) -> Rows:
-        """The rows of the thread with this code, ascending; cached until the next change."""
-        rows = self._thread_rows.get(code)
-        if rows is None:
-            rows = np.flatnonzero(self.threads[: self.size] == code)
-            self._thread_rows[code] = rows
-        return rows
 
     # scoring
 
@@ -163,44 +151,22 @@ class QuantizedPartition:
         """Remove these rows (distinct, live); returns how many."""
         if rows.size == 0:
             return 0
-        self._thread_rows.clear()
-        if rows.size <= _SWAP_REMOVE_MAX or rows.size * 16 <= self.size:
-            for row in sorted(rows.tolist(), reverse=True):
-                self._swap_remove(row)
-        else:
-            self._compact(rows)
-        if self.capacity > 4 * self.size and self.capacity > 4 * _MIN_CAPACITY:
-            self._resize(max(2 * self.size, _MIN_CAPACITY))
+        self._drop(rows)
+        self._shrink()
         return int(rows.size)
 
     # internals
 
-    @property
-    def capacity(self) -> int:
-        return int(self.codes.shape[0])
-
     def _code(self, thread_id: str) -> int:
-        code = self.thread_code.get(thread_id)
-        if code is None:
-            code = len(self.thread_names)
-            self.thread_code[thread_id] = code
-            self.thread_names.append(thread_id)
+        code = super()._code(thread_id)
+        if code == len(self._row_of):  # a new thread: its message id -> row dict
             self._row_of.append({})
         return code
 
-    def _reserve(self, needed: int) -> None:
-        if needed > self.capacity:
-            self._resize(max(needed, self.capacity + self.capacity // 2, _MIN_CAPACITY))
-
     def _resize(self, capacity: int) -> None:
-        size = self.size
-        codes = np.empty((capacity, self.codes.shape[1]), dtype=np.int8)
-        codes[:size] = self.codes[:size]
-        scales = np.empty(capacity, dtype=np.float32)
-        scales[:size] = self.scales[:size]
-        threads = np.empty(capacity, dtype=np.int32)
-        threads[:size] = self.threads[:size]
-        self.codes, self.scales, self.threads = codes, scales, threads
+        self.codes = resized(self.codes, capacity, self.size)
+        self.scales = resized(self.scales, capacity, self.size)
+        self.threads = resized(self.threads, capacity, self.size)
 
     def _swap_remove(self, row: int) -> None:
         last = self.size - 1
@@ -217,9 +183,7 @@ class QuantizedPartition:
         self.size = last
 
     def _compact(self, rows: Rows) -> None:
-        keep = np.ones(self.size, dtype=bool)
-        keep[rows] = False
-        kept = np.flatnonzero(keep)
+        kept = kept_rows(self.size, rows)
         count = int(kept.size)
         self.codes[:count] = self.codes[kept]
         self.scales[:count] = self.scales[kept]

@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from memvault.errors import ValidationError
 from memvault.vectors import validate
 from memvault.vectors.base import Vector, VectorHit
-from memvault.vectors.exact import INLINE_WORK
+from memvault.vectors.exact import INLINE_WORK, run_locked
 from memvault.vectors.quantized import QuantizedPartition
 
 T = TypeVar("T")
@@ -158,8 +158,7 @@ class StoredIndex:
         budget = budget_from_environment() if memory_budget is None else memory_budget
         for name, value in (("memory_budget", budget), ("oversample", oversample),
                             ("min_candidates", min_candidates)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+            validate.check_positive(value, name)
         self.memory_budget = budget
         self.oversample = oversample
         self.min_candidates = min_candidates
@@ -391,15 +390,4 @@ class StoredIndex:
     # running
 
     async def _run(self, work: int, operation: Callable[[], T]) -> T:
-        """Run ``operation`` under the lock: inline when small and the lock is free, else in a
-        worker thread."""
-        if work <= self.inline_work and self._lock.acquire(blocking=False):
-            try:
-                return operation()
-            finally:
-                self._lock.release()
-        return await asyncio.to_thread(self._locked, operation)
-
-    def _locked(self, operation: Callable[[], T]) -> T:
-        with self._lock:
-            return operation()
+        return await run_locked(self._lock, work, self.inline_work, operation)

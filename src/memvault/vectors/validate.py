@@ -33,9 +33,15 @@ class Batch:
 
 
 def check_dimensions(dimensions: int) -> int:
-    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
-        raise ValidationError(f"dimensions must be a positive integer, got {dimensions!r}")
-    return dimensions
+    return check_positive(dimensions, "dimensions")
+
+
+def check_positive(value: int, name: str) -> int:
+    """``value`` when it is an ``int`` (not a ``bool``) of at least 1, else a
+    :class:`~memvault.errors.ValidationError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 
 def _as_matrix(vectors: Sequence[Vector], dimensions: int, what: Callable[[int], str]) -> FloatMatrix:
