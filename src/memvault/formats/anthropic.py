@@ -57,7 +57,17 @@ from typing import Any
 
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply_to_part, part_patch
-from memvault.formats.wire import data_url, dumps, list_of, mapping, readable_messages, split_data_url, string
+from memvault.formats.wire import (
+    data_url,
+    list_of,
+    mapping,
+    own_data,
+    read_each,
+    readable_messages,
+    result_output,
+    split_data_url,
+    string,
+)
 from memvault.model import (
     DataPart,
     FilePart,
@@ -85,16 +95,7 @@ ROLES = ("user", "assistant", "system")
 
 def from_anthropic(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert Anthropic messages (dicts) to Messages; raises ValidationError on bad input."""
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for i, item in enumerate(list_of(items, "messages", "from_anthropic")):
-        try:
-            message = _read(item, names)
-        except ValidationError as exc:
-            raise ValidationError(f"Anthropic message [{i}]: {exc}") from None
-        names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(list_of(items, "messages", "from_anthropic"), _read, "Anthropic message")
 
 
 def _read(item: Any, names: Mapping[str, str]) -> Message:
@@ -269,26 +270,16 @@ def _write_block(part: Part) -> dict[str, Any]:
         return {"type": "tool_use", "id": part.tool_call_id, "name": part.name, "input": part.args}
     if isinstance(part, ToolResultPart):
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id}
-        output = part.output
-        blocks = isinstance(output, list) and all(
-            isinstance(b, dict) and isinstance(b.get("type"), str) for b in output
-        )
-        if output is not None:
-            block["content"] = output if isinstance(output, str) or blocks else dumps(output)
+        if part.output is not None:
+            block["content"] = result_output(part.output)
         if part.is_error:
             block["is_error"] = True
         return block
     if isinstance(part, ReasoningPart):
         return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
     if isinstance(part, DataPart):
-        name = part.name or ""
-        data = part.data
-        if (
-            name.startswith(DATA_PREFIX)
-            and isinstance(data, dict)
-            and data.get("type") == name[len(DATA_PREFIX) :]
-        ):
-            return dict(data)
+        if (own := own_data(part, DATA_PREFIX)) is not None:
+            return own
         raise ValidationError(
             "Anthropic cannot carry data parts other than its own blocks (a DataPart named "
             "'anthropic:<type>' holding that block); turn it into a TextPart or drop it first"

@@ -58,6 +58,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memvault.errors import ValidationError
+from memvault.formats.wire import parse_args, read_each
 from memvault.model import (
     DataPart,
     FilePart,
@@ -106,19 +107,6 @@ def _str(value: Any, where: str) -> str:
     return value
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_args(raw: str) -> Any:
-    """The JSON object in ``raw``, or ``raw`` itself when it is not one (NaN/Infinity refused)."""
-    try:
-        value = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
 def _default_shape(role: str, content: list[ContentPart]) -> str:
     if not content:
         return "null" if role == "assistant" else "parts"
@@ -132,16 +120,7 @@ def from_openai(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert OpenAI chat messages (dicts) to Messages; raises ValidationError on bad input."""
     if isinstance(items, Mapping | str | bytes):
         raise ValidationError("from_openai takes a list of messages; wrap one message in a list")
-    out: list[Message] = []
-    call_names: dict[str, str] = {}
-    for i, item in enumerate(items):
-        try:
-            message = _read(item, call_names)
-        except ValidationError as exc:
-            raise ValidationError(f"OpenAI message [{i}]: {exc}") from None
-        call_names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(items, _read, "OpenAI message")
 
 
 def _read(item: Any, call_names: Mapping[str, str]) -> Message:
@@ -251,7 +230,7 @@ def _read_call(raw: Any, where: str, meta: dict[str, Any]) -> ToolCallPart:
     call_id = _str(call["id"], f"{where}.id")
     name = _str(function["name"], f"{where}.function.name")
     text = _str(function["arguments"], f"{where}.function.arguments (a JSON text)")
-    args = _parse_args(text)
+    args = parse_args(text)
     try:
         part = ToolCallPart(tool_call_id=call_id, name=name, args=args)
     except ValidationError:
@@ -361,9 +340,7 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
                 "TextPart(text=json.dumps(data)) or drop it before to_openai"
             )
         else:
-            raise ValidationError(
-                f"OpenAI chat has no {part.type!r} parts in {message.role} messages"
-            )
+            raise ValidationError(f"OpenAI chat has no {part.type!r} parts in {message.role} messages")
     out: dict[str, Any] = {"role": "developer" if developer else message.role}
     if isinstance(meta.get("name"), str):
         out["name"] = meta["name"]
@@ -390,7 +367,7 @@ def _write_args(part: ToolCallPart, raw: Any) -> str:
     if isinstance(part.args, str):
         return part.args
     canonical = _dumps(part.args)
-    if isinstance(raw, str) and isinstance(parsed := _parse_args(raw), dict):
+    if isinstance(raw, str) and isinstance(parsed := parse_args(raw), dict):
         return raw if _dumps(parsed) == canonical else canonical
     return canonical
 

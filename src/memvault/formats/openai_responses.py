@@ -48,13 +48,22 @@ What the Responses API cannot carry, and what ``to_responses`` does with it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply, apply_to_part, fingerprint, part_patch, patch
-from memvault.formats.wire import dumps, list_of, mapping, readable_messages, string
+from memvault.formats.wire import (
+    dumps,
+    list_of,
+    mapping,
+    own_data,
+    parse_args,
+    read_each,
+    readable_messages,
+    result_output,
+    string,
+)
 from memvault.model import (
     DataPart,
     FilePart,
@@ -79,37 +88,16 @@ TEXT_TYPES = ("input_text", "output_text")
 DETAILS = ("auto", "low", "high")
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_args(raw: str) -> Any:
-    """The JSON object in ``raw``, or ``raw`` itself when it is not one."""
-    try:
-        value = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
 # ---------------------------------------------------------------- Responses -> memvault
 
 
 def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert Responses items (dicts) to Messages; raises ValidationError on bad input."""
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for i, item in enumerate(list_of(items, "items", "from_responses")):
-        try:
-            message = _read(mapping(item, "an item"), names)
-        except ValidationError as exc:
-            raise ValidationError(f"Responses item [{i}]: {exc}") from None
-        names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(list_of(items, "items", "from_responses"), _read, "Responses item")
 
 
-def _read(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
+def _read(item: Any, names: Mapping[str, str]) -> Message:
+    item = mapping(item, "an item")
     kind = item.get("type", "message")
     meta: dict[str, Any] = {}
     if kind == "message":
@@ -120,7 +108,7 @@ def _read(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
         text = string(item["arguments"], "arguments (a JSON text)")
         call_id, called = string(item["call_id"], "call_id"), string(item["name"], "name")
         try:
-            part = ToolCallPart(tool_call_id=call_id, name=called, args=_parse_args(text))
+            part = ToolCallPart(tool_call_id=call_id, name=called, args=parse_args(text))
         except ValidationError:
             part = ToolCallPart(tool_call_id=call_id, name=called, args=text)  # e.g. "\\ud800" in it
         role: Role = "assistant"
@@ -340,20 +328,11 @@ def _write_single(part: Part) -> dict[str, Any]:
             "arguments": arguments,
         }
     if isinstance(part, ToolResultPart):
-        output = part.output
-        items = isinstance(output, list) and all(
-            isinstance(b, dict) and isinstance(b.get("type"), str) for b in output
-        )
-        text = output if isinstance(output, str) or items else dumps(output)
-        return {"type": "function_call_output", "call_id": part.tool_call_id, "output": text}
+        output = result_output(part.output)
+        return {"type": "function_call_output", "call_id": part.tool_call_id, "output": output}
     if isinstance(part, DataPart):
-        name, data = part.name or "", part.data
-        if (
-            name.startswith(DATA_PREFIX)
-            and isinstance(data, dict)
-            and data.get("type") == name[len(DATA_PREFIX) :]
-        ):
-            return dict(data)
+        if (own := own_data(part, DATA_PREFIX)) is not None:
+            return own
         raise ValidationError(
             "the Responses API cannot carry data parts other than its own items (a DataPart named "
             "'openai:<type>' holding that item); turn it into a TextPart or drop it first"
