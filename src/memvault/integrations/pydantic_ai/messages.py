@@ -41,7 +41,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import MissingExtraError, ValidationError
-from memvault.integrations.openai_agents.items import clean_text
 from memvault.integrations.stored_once import View, exact, restore
 from memvault.model import (
     ImagePart,
@@ -52,6 +51,7 @@ from memvault.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from memvault.rules.exact import clean_text
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
