@@ -40,7 +40,8 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import MissingExtraError, ValidationError
+from memvault.errors import ValidationError
+from memvault.extras import import_optional
 from memvault.integrations.stored_once import View, exact, restore
 from memvault.model import (
     ImagePart,
@@ -65,13 +66,9 @@ Path = list[str | int]
 
 def pydantic_ai_messages() -> Any:
     """The ``pydantic_ai.messages`` module, or MissingExtraError naming the extra."""
-    try:
-        from pydantic_ai import messages
-    except ImportError as exc:
-        raise MissingExtraError(
-            "memvault's Pydantic AI integration", "pydantic-ai", "pydantic-ai-slim"
-        ) from exc
-    return messages
+    return import_optional(
+        "pydantic_ai.messages", "memvault's Pydantic AI integration", needs=("pydantic_ai",)
+    )
 
 
 def to_memvault(message: ModelMessage) -> Message:
