@@ -58,15 +58,17 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply_to_part, part_patch
 from memvault.formats.wire import (
+    content_shape,
     data_url,
     list_of,
     mapping,
     own_data,
     read_each,
-    readable_messages,
+    recorded_meta,
     result_output,
     split_data_url,
     string,
+    write_each,
 )
 from memvault.model import (
     DataPart,
@@ -126,7 +128,7 @@ def _read(item: Any, names: Mapping[str, str]) -> Message:
             parts.append(part)
         if patches:
             meta["blocks"] = patches
-        if _shape(parts, patches) == "text":
+        if content_shape(parts, patches) == "text":
             meta["content"] = "parts"
         if blocks and all(b.get("type") == "tool_result" for b in blocks) and role == "user":
             role = "tool"
@@ -200,20 +202,11 @@ def _read_source(source: Mapping[str, Any], where: str) -> tuple[str, str | None
 def to_anthropic(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert Messages to Anthropic message dicts; raises ValidationError for what Anthropic
     cannot hold (see the module's documentation)."""
-    out: list[dict[str, Any]] = []
-    for i, message, parts in readable_messages(messages, "to_anthropic"):
-        try:
-            out += _write(message, parts)
-        except ValidationError as exc:
-            raise ValidationError(f"message [{i}] (id {message.id!r}): {exc}") from None
-    return out
+    return write_each(messages, _write, "to_anthropic")
 
 
 def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str, Any]]:
-    meta = message.metadata.get(KEY, {})
-    if not isinstance(meta, dict):
-        raise ValidationError(f'metadata["{KEY}"] must be a dict; remove or fix it')
-    patches: dict[str, Any] = meta["blocks"] if isinstance(meta.get("blocks"), dict) else {}
+    meta, patches = recorded_meta(message, KEY)
     kept = [(j, p) for j, p in numbered if not (isinstance(p, ReasoningPart) and p.signature is None)]
     if numbered and not kept:
         return []
@@ -249,10 +242,6 @@ def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str,
         out.append({"role": role, "content": content})
     return out
 
-
-def _shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
-    """``"text"`` when the default writes the content as a string: one text part, unpatched."""
-    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
 
 
 def _write_block(part: Part) -> dict[str, Any]:

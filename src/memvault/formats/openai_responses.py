@@ -54,15 +54,17 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply, apply_to_part, fingerprint, part_patch, patch
 from memvault.formats.wire import (
+    content_shape,
     dumps,
     list_of,
     mapping,
     own_data,
     parse_args,
     read_each,
-    readable_messages,
+    recorded_meta,
     result_output,
     string,
+    write_each,
 )
 from memvault.model import (
     DataPart,
@@ -161,7 +163,7 @@ def _read_message(item: Mapping[str, Any], meta: dict[str, Any]) -> Message:
             parts.append(part)
         if patches:
             meta["blocks"] = patches
-        if _shape(parts, patches) == "text":
+        if content_shape(parts, patches) == "text":
             meta["content"] = "parts"
     rest = {k: v for k, v in item.items() if k != "content"}
     if (found := patch(rest, {"type": "message", "role": ROLES[role]})) is not None:
@@ -206,13 +208,7 @@ def _file_url(block: Mapping[str, Any], fields: tuple[str, ...], where: str) -> 
 def to_responses(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert Messages to Responses input items; raises ValidationError for what the
     Responses API cannot hold (see the module's documentation)."""
-    out: list[dict[str, Any]] = []
-    for i, message, parts in readable_messages(messages, "to_responses"):
-        try:
-            out += _write(message, parts)
-        except ValidationError as exc:
-            raise ValidationError(f"message [{i}] (id {message.id!r}): {exc}") from None
-    return out
+    return write_each(messages, _write, "to_responses")
 
 
 def _kind(part: Part, role: str) -> str:
@@ -230,10 +226,7 @@ def _kind(part: Part, role: str) -> str:
 
 
 def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str, Any]]:
-    meta = message.metadata.get(KEY, {})
-    if not isinstance(meta, dict):
-        raise ValidationError(f'metadata["{KEY}"] must be a dict; remove or fix it')
-    patches: dict[str, Any] = meta["blocks"] if isinstance(meta.get("blocks"), dict) else {}
+    meta, patches = recorded_meta(message, KEY)
     recorded = meta.get("item")
     reasoning_item = isinstance(recorded, dict) and "part" in recorded  # read from a reasoning item
     recorded_part = recorded.get("part") if isinstance(recorded, dict) else None
@@ -282,9 +275,6 @@ def _easy_assistant(role: str, recorded: Any, blocks: list[dict[str, Any]], part
     plain = all(b == _write_block(p, role) for b, p in zip(blocks, parts, strict=True))
     return role == "assistant" and not has_id and plain
 
-
-def _shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
-    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
 
 
 def _write_message(

@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import DataPart, Message, Part, UnknownPart, UnreadablePart
+from memvault.model import DataPart, Message, Part, TextPart, UnknownPart, UnreadablePart
 
 __all__ = [
+    "content_shape",
     "data_url",
     "dumps",
     "list_of",
@@ -20,9 +21,11 @@ __all__ = [
     "parse_args",
     "read_each",
     "readable_messages",
+    "recorded_meta",
     "result_output",
     "split_data_url",
     "string",
+    "write_each",
 ]
 
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
@@ -135,3 +138,34 @@ def readable_messages(messages: Any, call: str) -> list[tuple[int, Message, Numb
             continue
         out.append((i, message, parts))
     return out
+
+
+def write_each(
+    messages: Any, write: Callable[[Message, Numbered], list[dict[str, Any]]], call: str
+) -> list[dict[str, Any]]:
+    """``write(message, parts)`` of each readable message (see :func:`readable_messages`), all
+    the wire dicts in order; a ValidationError is raised again prefixed with
+    ``message [<index>] (id <id>): ``."""
+    out: list[dict[str, Any]] = []
+    for i, message, parts in readable_messages(messages, call):
+        try:
+            out += write(message, parts)
+        except ValidationError as exc:
+            raise ValidationError(f"message [{i}] (id {message.id!r}): {exc}") from None
+    return out
+
+
+def recorded_meta(message: Message, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``message.metadata[key]`` (``{}`` when absent) and its per-part block patches (its
+    ``"blocks"`` dict, else ``{}``); a value under ``key`` that is not a dict is a ValidationError."""
+    meta = message.metadata.get(key, {})
+    if not isinstance(meta, dict):
+        raise ValidationError(f'metadata["{key}"] must be a dict; remove or fix it')
+    patches: dict[str, Any] = meta["blocks"] if isinstance(meta.get("blocks"), dict) else {}
+    return meta, patches
+
+
+def content_shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
+    """``"text"`` when the default writes the content as a string: one text part, unpatched;
+    else ``"parts"``."""
+    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
