@@ -58,12 +58,12 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply_to_part, part_patch
 from memvault.formats.wire import (
-    content_shape,
     data_url,
     list_of,
     mapping,
     own_data,
     read_each,
+    record_content,
     recorded_meta,
     result_output,
     split_data_url,
@@ -126,10 +126,7 @@ def _read(item: Any, names: Mapping[str, str]) -> Message:
             if (found := part_patch(part, block, _write_block(part))) is not None:
                 patches[str(j)] = found
             parts.append(part)
-        if patches:
-            meta["blocks"] = patches
-        if content_shape(parts, patches) == "text":
-            meta["content"] = "parts"
+        record_content(meta, parts, patches)
         if blocks and all(b.get("type") == "tool_result" for b in blocks) and role == "user":
             role = "tool"
     out_role: Role = role

@@ -54,13 +54,13 @@ from typing import Any
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply, apply_to_part, fingerprint, part_patch, patch
 from memvault.formats.wire import (
-    content_shape,
     dumps,
     list_of,
     mapping,
     own_data,
     parse_args,
     read_each,
+    record_content,
     recorded_meta,
     result_output,
     string,
@@ -161,10 +161,7 @@ def _read_message(item: Mapping[str, Any], meta: dict[str, Any]) -> Message:
             if (found := part_patch(part, block, _write_block(part, role))) is not None:
                 patches[str(j)] = found
             parts.append(part)
-        if patches:
-            meta["blocks"] = patches
-        if content_shape(parts, patches) == "text":
-            meta["content"] = "parts"
+        record_content(meta, parts, patches)
     rest = {k: v for k, v in item.items() if k != "content"}
     if (found := patch(rest, {"type": "message", "role": ROLES[role]})) is not None:
         meta["item"] = found

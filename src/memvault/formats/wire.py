@@ -12,7 +12,6 @@ from memvault.errors import ValidationError
 from memvault.model import DataPart, Message, Part, TextPart, UnknownPart, UnreadablePart
 
 __all__ = [
-    "content_shape",
     "data_url",
     "dumps",
     "list_of",
@@ -21,6 +20,7 @@ __all__ = [
     "parse_args",
     "read_each",
     "readable_messages",
+    "record_content",
     "recorded_meta",
     "result_output",
     "split_data_url",
@@ -165,7 +165,11 @@ def recorded_meta(message: Message, key: str) -> tuple[dict[str, Any], dict[str,
     return meta, patches
 
 
-def content_shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
-    """``"text"`` when the default writes the content as a string: one text part, unpatched;
-    else ``"parts"``."""
-    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
+def record_content(meta: dict[str, Any], parts: list[Part], patches: dict[str, Any]) -> None:
+    """Keep in ``meta`` what a content list's parts cannot hold: the per-part block patches
+    (``"blocks"``, when any), and ``content: "parts"`` when the list holds one plain text block
+    (which the default writes as a string)."""
+    if patches:
+        meta["blocks"] = patches
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches:
+        meta["content"] = "parts"
