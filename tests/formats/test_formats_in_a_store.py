@@ -4,7 +4,6 @@ them back whole."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from memvault import Memory
 from memvault.formats import from_anthropic, from_responses, to_anthropic, to_responses
-from postgres_server import drop_schema, postgres_url, with_schema
+from store_urls import drop_store, store_url
 
 ANTHROPIC = [
     {
@@ -63,19 +62,12 @@ RESPONSES = [
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
-    base = schema = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/formats.db"
-    else:
-        base = postgres_url("the formats over PostgreSQL")
-        schema = f"memvault_test_{uuid.uuid4().hex[:16]}"
-        url = with_schema(base, schema)
+    url, base, schema = store_url(request.param, tmp_path, "the formats over PostgreSQL")
     try:
         async with await Memory.open(url) as opened:
             yield opened
     finally:
-        if base is not None and schema is not None:
-            await drop_schema(base, schema)
+        await drop_store(base, schema)
 
 
 async def test_conversations_come_back_from_the_store_exactly(memory: Memory) -> None:

@@ -25,6 +25,8 @@ from memvault.model import (
     ToolResultPart,
 )
 
+from .support import assert_refused, core, json_values, text_strategy
+
 ITEMS = TypeAdapter(list[ResponseInputItemParam])
 
 
@@ -32,10 +34,6 @@ def valid(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``items`` after checking them against the openai package's ResponseInputItemParam."""
     ITEMS.validate_python(items)
     return items
-
-
-def core(message: Message) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
-    return message.role, [p.model_dump() for p in message.parts], message.metadata
 
 
 CONVERSATION: list[dict[str, Any]] = [
@@ -177,9 +175,7 @@ def test_edited_arguments_win_over_the_recorded_text() -> None:
     ],
 )
 def test_from_responses_rejects_bad_input(items: Any, needle: str) -> None:
-    with pytest.raises(ValidationError) as info:
-        from_responses(items)
-    assert needle in str(info.value)
+    assert_refused(from_responses, items, needle)
 
 
 @pytest.mark.parametrize(
@@ -194,20 +190,14 @@ def test_from_responses_rejects_bad_input(items: Any, needle: str) -> None:
     ],
 )
 def test_to_responses_rejects_what_it_cannot_hold(messages: Any, needle: str) -> None:
-    with pytest.raises(ValidationError) as info:
-        to_responses(messages)
-    assert needle in str(info.value)
+    assert_refused(to_responses, messages, needle)
 
 
 # ---------------------------------------------------------------- property tests
 
-TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=10)
+TEXT = text_strategy(max_size=10)
 IDS = TEXT.filter(lambda s: bool(s.strip()))
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
-    max_leaves=8,
-)
+JSON_VALUES = json_values(TEXT)
 ARGUMENTS = st.one_of(
     st.dictionaries(TEXT, JSON_VALUES, max_size=3).map(lambda d: json.dumps(d, separators=(",", ":"))),
     st.dictionaries(TEXT, JSON_VALUES, max_size=3).map(json.dumps),

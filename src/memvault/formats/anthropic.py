@@ -57,7 +57,19 @@ from typing import Any
 
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply_to_part, part_patch
-from memvault.formats.wire import data_url, dumps, list_of, mapping, readable_messages, split_data_url, string
+from memvault.formats.wire import (
+    data_url,
+    list_of,
+    mapping,
+    own_data,
+    read_each,
+    record_content,
+    recorded_meta,
+    result_output,
+    split_data_url,
+    string,
+    write_each,
+)
 from memvault.model import (
     DataPart,
     FilePart,
@@ -85,16 +97,7 @@ ROLES = ("user", "assistant", "system")
 
 def from_anthropic(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert Anthropic messages (dicts) to Messages; raises ValidationError on bad input."""
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for i, item in enumerate(list_of(items, "messages", "from_anthropic")):
-        try:
-            message = _read(item, names)
-        except ValidationError as exc:
-            raise ValidationError(f"Anthropic message [{i}]: {exc}") from None
-        names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(list_of(items, "messages", "from_anthropic"), _read, "Anthropic message")
 
 
 def _read(item: Any, names: Mapping[str, str]) -> Message:
@@ -123,10 +126,7 @@ def _read(item: Any, names: Mapping[str, str]) -> Message:
             if (found := part_patch(part, block, _write_block(part))) is not None:
                 patches[str(j)] = found
             parts.append(part)
-        if patches:
-            meta["blocks"] = patches
-        if _shape(parts, patches) == "text":
-            meta["content"] = "parts"
+        record_content(meta, parts, patches)
         if blocks and all(b.get("type") == "tool_result" for b in blocks) and role == "user":
             role = "tool"
     out_role: Role = role
@@ -199,20 +199,11 @@ def _read_source(source: Mapping[str, Any], where: str) -> tuple[str, str | None
 def to_anthropic(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert Messages to Anthropic message dicts; raises ValidationError for what Anthropic
     cannot hold (see the module's documentation)."""
-    out: list[dict[str, Any]] = []
-    for i, message, parts in readable_messages(messages, "to_anthropic"):
-        try:
-            out += _write(message, parts)
-        except ValidationError as exc:
-            raise ValidationError(f"message [{i}] (id {message.id!r}): {exc}") from None
-    return out
+    return write_each(messages, _write, "to_anthropic")
 
 
 def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str, Any]]:
-    meta = message.metadata.get(KEY, {})
-    if not isinstance(meta, dict):
-        raise ValidationError(f'metadata["{KEY}"] must be a dict; remove or fix it')
-    patches: dict[str, Any] = meta["blocks"] if isinstance(meta.get("blocks"), dict) else {}
+    meta, patches = recorded_meta(message, KEY)
     kept = [(j, p) for j, p in numbered if not (isinstance(p, ReasoningPart) and p.signature is None)]
     if numbered and not kept:
         return []
@@ -249,10 +240,6 @@ def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str,
     return out
 
 
-def _shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
-    """``"text"`` when the default writes the content as a string: one text part, unpatched."""
-    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
-
 
 def _write_block(part: Part) -> dict[str, Any]:
     if isinstance(part, TextPart):
@@ -269,26 +256,16 @@ def _write_block(part: Part) -> dict[str, Any]:
         return {"type": "tool_use", "id": part.tool_call_id, "name": part.name, "input": part.args}
     if isinstance(part, ToolResultPart):
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id}
-        output = part.output
-        blocks = isinstance(output, list) and all(
-            isinstance(b, dict) and isinstance(b.get("type"), str) for b in output
-        )
-        if output is not None:
-            block["content"] = output if isinstance(output, str) or blocks else dumps(output)
+        if part.output is not None:
+            block["content"] = result_output(part.output)
         if part.is_error:
             block["is_error"] = True
         return block
     if isinstance(part, ReasoningPart):
         return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
     if isinstance(part, DataPart):
-        name = part.name or ""
-        data = part.data
-        if (
-            name.startswith(DATA_PREFIX)
-            and isinstance(data, dict)
-            and data.get("type") == name[len(DATA_PREFIX) :]
-        ):
-            return dict(data)
+        if (own := own_data(part, DATA_PREFIX)) is not None:
+            return own
         raise ValidationError(
             "Anthropic cannot carry data parts other than its own blocks (a DataPart named "
             "'anthropic:<type>' holding that block); turn it into a TextPart or drop it first"

@@ -53,11 +53,11 @@ What OpenAI chat cannot carry, and what ``to_openai`` does with it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memvault.errors import ValidationError
+from memvault.formats.wire import dumps, mapping, parse_args, read_each, string
 from memvault.model import (
     DataPart,
     FilePart,
@@ -81,42 +81,16 @@ FILE_FIELDS = ("file_data", "file_id", "filename")
 ContentPart = TextPart | ImagePart | FilePart
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _fields(
     value: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
 ) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"{where} must be a mapping (dict), got {type(value).__name__}")
-    if missing := [k for k in required if k not in value]:
-        raise ValidationError(f"{where} is missing {', '.join(map(repr, missing))}")
-    if unknown := [k for k in value if k not in required + optional]:
+    fields = mapping(value, where, required)
+    if unknown := [k for k in fields if k not in required + optional]:
         allowed = ", ".join(required + optional)
         raise ValidationError(
             f"{where} has unsupported field(s) {', '.join(map(repr, unknown))}; allowed: {allowed}"
         )
-    return value
-
-
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{where} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_args(raw: str) -> Any:
-    """The JSON object in ``raw``, or ``raw`` itself when it is not one (NaN/Infinity refused)."""
-    try:
-        value = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return raw
-    return value if isinstance(value, dict) else raw
+    return fields
 
 
 def _default_shape(role: str, content: list[ContentPart]) -> str:
@@ -132,16 +106,7 @@ def from_openai(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert OpenAI chat messages (dicts) to Messages; raises ValidationError on bad input."""
     if isinstance(items, Mapping | str | bytes):
         raise ValidationError("from_openai takes a list of messages; wrap one message in a list")
-    out: list[Message] = []
-    call_names: dict[str, str] = {}
-    for i, item in enumerate(items):
-        try:
-            message = _read(item, call_names)
-        except ValidationError as exc:
-            raise ValidationError(f"OpenAI message [{i}]: {exc}") from None
-        call_names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(items, _read, "OpenAI message")
 
 
 def _read(item: Any, call_names: Mapping[str, str]) -> Message:
@@ -152,10 +117,10 @@ def _read(item: Any, call_names: Mapping[str, str]) -> Message:
         raise ValidationError(f"role {role!r} is not supported; use one of: {', '.join(ROLES)}")
     meta: dict[str, Any] = {}
     if "name" in item:
-        meta["name"] = _str(item["name"], "name")
+        meta["name"] = string(item["name"], "name")
     if role == "tool":
         _fields(item, "a tool message", ("role", "content", "tool_call_id"), ("name",))
-        call_id = _str(item["tool_call_id"], "tool_call_id")
+        call_id = string(item["tool_call_id"], "tool_call_id")
         content: Any = item["content"]
         if not isinstance(content, str):
             texts = [p.text for p in _read_content(content, "tool") if isinstance(p, TextPart)]
@@ -171,7 +136,7 @@ def _read(item: Any, call_names: Mapping[str, str]) -> Message:
         meta["role"] = "developer"
     parts: list[Part] = []
     if "reasoning_content" in item:
-        parts.append(ReasoningPart(text=_str(item["reasoning_content"], "reasoning_content")))
+        parts.append(ReasoningPart(text=string(item["reasoning_content"], "reasoning_content")))
     raw = item.get("content")
     shape = "omitted" if "content" not in item else "null" if raw is None else "text"
     if shape != "text" and role != "assistant":
@@ -207,7 +172,7 @@ def _read_content(content: Any, role: str) -> list[ContentPart]:
         kind = raw.get("type") if isinstance(raw, Mapping) else None
         if kind == "text":
             text = _fields(raw, where, ("type", "text"))["text"]
-            out.append(TextPart(text=_str(text, f"{where}.text")))
+            out.append(TextPart(text=string(text, f"{where}.text")))
         elif kind == "image_url" and role != "tool":
             where += ".image_url"
             image = _fields(
@@ -216,20 +181,20 @@ def _read_content(content: Any, role: str) -> list[ContentPart]:
                 ("url",),
                 ("detail",),
             )
-            detail = _str(image["detail"], f"{where}.detail") if "detail" in image else None
-            out.append(ImagePart(url=_str(image["url"], f"{where}.url"), detail=detail))
+            detail = string(image["detail"], f"{where}.detail") if "detail" in image else None
+            out.append(ImagePart(url=string(image["url"], f"{where}.url"), detail=detail))
         elif kind == "file" and role != "tool":
             where += ".file"
             file = _fields(_fields(raw, where, ("type", "file"))["file"], where, (), FILE_FIELDS)
             if ("file_data" in file) == ("file_id" in file):
                 raise ValidationError(f"{where} needs exactly one of 'file_data' and 'file_id'")
             if "file_id" in file:
-                url = FILE_ID_SCHEME + _str(file["file_id"], f"{where}.file_id")
-            elif not (url := _str(file["file_data"], f"{where}.file_data")).startswith("data:"):
+                url = FILE_ID_SCHEME + string(file["file_id"], f"{where}.file_id")
+            elif not (url := string(file["file_data"], f"{where}.file_data")).startswith("data:"):
                 raise ValidationError(
                     f"{where}.file_data must be a data: URL (data:<type>;base64,...)"
                 )
-            name = _str(file["filename"], f"{where}.filename") if "filename" in file else None
+            name = string(file["filename"], f"{where}.filename") if "filename" in file else None
             out.append(FilePart(url=url, name=name))
         elif kind in ("input_audio", "refusal"):
             raise ValidationError(
@@ -248,17 +213,17 @@ def _read_call(raw: Any, where: str, meta: dict[str, Any]) -> ToolCallPart:
     if call["type"] != "function":
         raise ValidationError(f"{where}.type is {call['type']!r}; only 'function' is supported")
     function = _fields(call["function"], f"{where}.function", ("name", "arguments"))
-    call_id = _str(call["id"], f"{where}.id")
-    name = _str(function["name"], f"{where}.function.name")
-    text = _str(function["arguments"], f"{where}.function.arguments (a JSON text)")
-    args = _parse_args(text)
+    call_id = string(call["id"], f"{where}.id")
+    name = string(function["name"], f"{where}.function.name")
+    text = string(function["arguments"], f"{where}.function.arguments (a JSON text)")
+    args = parse_args(text)
     try:
         part = ToolCallPart(tool_call_id=call_id, name=name, args=args)
     except ValidationError:
         if isinstance(args, str):
             raise
         part = ToolCallPart(tool_call_id=call_id, name=name, args=text)  # e.g. "\\ud800" in it
-    if isinstance(part.args, dict) and _dumps(part.args) != text:
+    if isinstance(part.args, dict) and dumps(part.args) != text:
         meta.setdefault("raw_arguments", {})[call_id] = text
     return part
 
@@ -330,10 +295,10 @@ def _write_result(part: ToolResultPart, meta: Mapping[str, Any], role: str) -> d
     output = part.output
     if role == "tool" and meta.get("content_format") == "parts":
         strings = isinstance(output, list) and all(isinstance(t, str) for t in output)
-        texts = output if strings else [output if isinstance(output, str) else _dumps(output)]
+        texts = output if strings else [output if isinstance(output, str) else dumps(output)]
         out["content"] = [{"type": "text", "text": text} for text in texts]
     else:
-        out["content"] = output if isinstance(output, str) else _dumps(output)
+        out["content"] = output if isinstance(output, str) else dumps(output)
     if role == "tool" and isinstance(meta.get("name"), str):
         out["name"] = meta["name"]
     return out
@@ -361,9 +326,7 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
                 "TextPart(text=json.dumps(data)) or drop it before to_openai"
             )
         else:
-            raise ValidationError(
-                f"OpenAI chat has no {part.type!r} parts in {message.role} messages"
-            )
+            raise ValidationError(f"OpenAI chat has no {part.type!r} parts in {message.role} messages")
     out: dict[str, Any] = {"role": "developer" if developer else message.role}
     if isinstance(meta.get("name"), str):
         out["name"] = meta["name"]
@@ -389,9 +352,9 @@ def _write_message(message: Message, parts: list[Part], meta: Mapping[str, Any])
 def _write_args(part: ToolCallPart, raw: Any) -> str:
     if isinstance(part.args, str):
         return part.args
-    canonical = _dumps(part.args)
-    if isinstance(raw, str) and isinstance(parsed := _parse_args(raw), dict):
-        return raw if _dumps(parsed) == canonical else canonical
+    canonical = dumps(part.args)
+    if isinstance(raw, str) and isinstance(parsed := parse_args(raw), dict):
+        return raw if dumps(parsed) == canonical else canonical
     return canonical
 
 

@@ -48,13 +48,24 @@ What the Responses API cannot carry, and what ``to_responses`` does with it:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memvault.errors import ValidationError
 from memvault.formats.fidelity import apply, apply_to_part, fingerprint, part_patch, patch
-from memvault.formats.wire import dumps, list_of, mapping, readable_messages, string
+from memvault.formats.wire import (
+    dumps,
+    list_of,
+    mapping,
+    own_data,
+    parse_args,
+    read_each,
+    record_content,
+    recorded_meta,
+    result_output,
+    string,
+    write_each,
+)
 from memvault.model import (
     DataPart,
     FilePart,
@@ -79,37 +90,16 @@ TEXT_TYPES = ("input_text", "output_text")
 DETAILS = ("auto", "low", "high")
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_args(raw: str) -> Any:
-    """The JSON object in ``raw``, or ``raw`` itself when it is not one."""
-    try:
-        value = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return raw
-    return value if isinstance(value, dict) else raw
-
-
 # ---------------------------------------------------------------- Responses -> memvault
 
 
 def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     """Convert Responses items (dicts) to Messages; raises ValidationError on bad input."""
-    out: list[Message] = []
-    names: dict[str, str] = {}
-    for i, item in enumerate(list_of(items, "items", "from_responses")):
-        try:
-            message = _read(mapping(item, "an item"), names)
-        except ValidationError as exc:
-            raise ValidationError(f"Responses item [{i}]: {exc}") from None
-        names.update((c.tool_call_id, c.name) for c in message.tool_calls)
-        out.append(message)
-    return out
+    return read_each(list_of(items, "items", "from_responses"), _read, "Responses item")
 
 
-def _read(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
+def _read(item: Any, names: Mapping[str, str]) -> Message:
+    item = mapping(item, "an item")
     kind = item.get("type", "message")
     meta: dict[str, Any] = {}
     if kind == "message":
@@ -120,7 +110,7 @@ def _read(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
         text = string(item["arguments"], "arguments (a JSON text)")
         call_id, called = string(item["call_id"], "call_id"), string(item["name"], "name")
         try:
-            part = ToolCallPart(tool_call_id=call_id, name=called, args=_parse_args(text))
+            part = ToolCallPart(tool_call_id=call_id, name=called, args=parse_args(text))
         except ValidationError:
             part = ToolCallPart(tool_call_id=call_id, name=called, args=text)  # e.g. "\\ud800" in it
         role: Role = "assistant"
@@ -171,10 +161,7 @@ def _read_message(item: Mapping[str, Any], meta: dict[str, Any]) -> Message:
             if (found := part_patch(part, block, _write_block(part, role))) is not None:
                 patches[str(j)] = found
             parts.append(part)
-        if patches:
-            meta["blocks"] = patches
-        if _shape(parts, patches) == "text":
-            meta["content"] = "parts"
+        record_content(meta, parts, patches)
     rest = {k: v for k, v in item.items() if k != "content"}
     if (found := patch(rest, {"type": "message", "role": ROLES[role]})) is not None:
         meta["item"] = found
@@ -218,13 +205,7 @@ def _file_url(block: Mapping[str, Any], fields: tuple[str, ...], where: str) -> 
 def to_responses(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Convert Messages to Responses input items; raises ValidationError for what the
     Responses API cannot hold (see the module's documentation)."""
-    out: list[dict[str, Any]] = []
-    for i, message, parts in readable_messages(messages, "to_responses"):
-        try:
-            out += _write(message, parts)
-        except ValidationError as exc:
-            raise ValidationError(f"message [{i}] (id {message.id!r}): {exc}") from None
-    return out
+    return write_each(messages, _write, "to_responses")
 
 
 def _kind(part: Part, role: str) -> str:
@@ -242,10 +223,7 @@ def _kind(part: Part, role: str) -> str:
 
 
 def _write(message: Message, numbered: list[tuple[int, Part]]) -> list[dict[str, Any]]:
-    meta = message.metadata.get(KEY, {})
-    if not isinstance(meta, dict):
-        raise ValidationError(f'metadata["{KEY}"] must be a dict; remove or fix it')
-    patches: dict[str, Any] = meta["blocks"] if isinstance(meta.get("blocks"), dict) else {}
+    meta, patches = recorded_meta(message, KEY)
     recorded = meta.get("item")
     reasoning_item = isinstance(recorded, dict) and "part" in recorded  # read from a reasoning item
     recorded_part = recorded.get("part") if isinstance(recorded, dict) else None
@@ -295,9 +273,6 @@ def _easy_assistant(role: str, recorded: Any, blocks: list[dict[str, Any]], part
     return role == "assistant" and not has_id and plain
 
 
-def _shape(parts: list[Part], patches: Mapping[str, Any]) -> str:
-    return "text" if len(parts) == 1 and isinstance(parts[0], TextPart) and "0" not in patches else "parts"
-
 
 def _write_message(
     role: str, blocks: list[dict[str, Any]], meta: Mapping[str, Any], single: bool = False
@@ -340,20 +315,11 @@ def _write_single(part: Part) -> dict[str, Any]:
             "arguments": arguments,
         }
     if isinstance(part, ToolResultPart):
-        output = part.output
-        items = isinstance(output, list) and all(
-            isinstance(b, dict) and isinstance(b.get("type"), str) for b in output
-        )
-        text = output if isinstance(output, str) or items else dumps(output)
-        return {"type": "function_call_output", "call_id": part.tool_call_id, "output": text}
+        output = result_output(part.output)
+        return {"type": "function_call_output", "call_id": part.tool_call_id, "output": output}
     if isinstance(part, DataPart):
-        name, data = part.name or "", part.data
-        if (
-            name.startswith(DATA_PREFIX)
-            and isinstance(data, dict)
-            and data.get("type") == name[len(DATA_PREFIX) :]
-        ):
-            return dict(data)
+        if (own := own_data(part, DATA_PREFIX)) is not None:
+            return own
         raise ValidationError(
             "the Responses API cannot carry data parts other than its own items (a DataPart named "
             "'openai:<type>' holding that item); turn it into a TextPart or drop it first"

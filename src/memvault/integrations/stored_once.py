@@ -15,22 +15,12 @@ import copy
 import json
 from typing import Any
 
-from memvault.integrations.openai_agents.items import clean_text
-from memvault.model import Message, Part, ReasoningPart, TextPart, ToolResultPart, check_json
+from memvault.model import Message, Part, ReasoningPart, TextPart, ToolResultPart
+from memvault.rules.exact import clean_text, exact
 
 __all__ = ["View", "exact", "restore"]
 
 Path = list[str | int]
-
-
-def exact(value: Any) -> bool:
-    """Whether ``value`` passes through a part unchanged (plain JSON: no NUL byte, no lone
-    surrogate, no NaN, at most 64 levels deep)."""
-    try:
-        check_json(value)
-    except ValueError:
-        return False
-    return True
 
 
 class View:

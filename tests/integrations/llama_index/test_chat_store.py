@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,25 +23,16 @@ from memvault.errors import MissingExtraError, ValidationError
 from memvault.integrations.llama_index import MemvaultChatStore, to_llama_index, to_memvault
 from memvault.model import ImagePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from memvault.sync import Memory
-from postgres_server import drop_schema, postgres_url, with_schema
+from store_urls import drop_store, store_url
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     """A synchronous Memory over each store."""
-    base = schema = None
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/llama.db"
-    else:
-        base = postgres_url("the LlamaIndex chat store over PostgreSQL")
-        schema = f"memvault_test_{uuid.uuid4().hex[:16]}"
-        url = with_schema(base, schema)
+    url, base, schema = store_url(request.param, tmp_path, "the LlamaIndex chat store over PostgreSQL")
     with Memory.open(url) as opened:
         yield opened
-    if base is not None and schema is not None:
-        asyncio.run(drop_schema(base, schema))
+    asyncio.run(drop_store(base, schema))
 
 
 def words(text: str) -> list[str]:

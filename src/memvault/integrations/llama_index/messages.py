@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import MissingExtraError, ValidationError
+from memvault.errors import ValidationError
+from memvault.extras import import_optional
 from memvault.integrations.stored_once import View, exact, restore
 from memvault.model import (
     ImagePart,
@@ -51,13 +52,7 @@ ROLES: dict[str, Role] = {
 
 def llama_index_types() -> Any:
     """The ``llama_index.core.base.llms.types`` module, or MissingExtraError naming the extra."""
-    try:
-        from llama_index.core.base.llms import types
-    except ImportError as exc:
-        raise MissingExtraError(
-            "memvault's LlamaIndex chat store", "llama-index", "llama-index-core"
-        ) from exc
-    return types
+    return import_optional("llama_index.core.base.llms.types", "memvault's LlamaIndex chat store")
 
 
 def _is_id(value: Any) -> bool:

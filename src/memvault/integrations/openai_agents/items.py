@@ -57,8 +57,8 @@ from memvault.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    check_json,
 )
+from memvault.rules.exact import clean_text, exact
 
 __all__ = [
     "ITEM_KEY",
@@ -109,21 +109,6 @@ def sdk_json(item: Any) -> Any:
         raise ValidationError(f"an Agents SDK item is nested too deeply: {exc}") from None
 
 
-def clean_text(text: str) -> str:
-    """``text`` as memvault's text takes it: NUL bytes become spaces, lone surrogates U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text.replace("\x00", " "))
-
-
-def _exact(value: Any) -> bool:
-    """Whether ``value`` passes through a part unchanged (plain JSON, no NaN, NUL or lone
-    surrogate, at most 64 levels deep)."""
-    try:
-        check_json(value)
-    except ValueError:
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- SDK item -> memvault
 
 
@@ -141,14 +126,14 @@ class _View:
 
     def text(self, make: Callable[[str], Part], value: str, field: str, path: Path) -> None:
         """A text part of ``value``: exact (and referenced) when it can be, else cleaned."""
-        if _exact(value):
+        if exact(value):
             self.add(make(value), field, path)
         else:
             self.add(make(clean_text(value)))
 
     def data(self, value: Any, name: Any, path: Path) -> None:
-        label = name if isinstance(name, str) and _exact(name) else None
-        if _exact(value):
+        label = name if isinstance(name, str) and exact(name) else None
+        if exact(value):
             self.add(DataPart(data=value, name=label), "data", path)
         else:
             self.add(DataPart(name=label))
@@ -197,7 +182,7 @@ def _view(item: Any, view: _View) -> Role:
             made = "assistant"
         elif kind == "function_call_output":
             output, call_id = item.get("output"), item["call_id"]
-            if _exact(output):
+            if exact(output):
                 attempt.add(ToolResultPart(tool_call_id=call_id, output=output), "output", ["output"])
             else:
                 cleaned = clean_text(output) if isinstance(output, str) else None
@@ -222,9 +207,9 @@ def _view(item: Any, view: _View) -> Role:
 def _call(item: dict[str, Any], view: _View) -> None:
     arguments, call_id, name = item.get("arguments"), item["call_id"], item["name"]
     args = _args(arguments)
-    if args is arguments and _exact(arguments):  # the text itself: kept once, in the part
+    if args is arguments and exact(arguments):  # the text itself: kept once, in the part
         view.add(ToolCallPart(tool_call_id=call_id, name=name, args=arguments), "args", ["arguments"])
-    elif _exact(args):  # the parsed object: the arguments' text stays in the item
+    elif exact(args):  # the parsed object: the arguments' text stays in the item
         view.add(ToolCallPart(tool_call_id=call_id, name=name, args=args))
     else:
         cleaned = clean_text(arguments) if isinstance(arguments, str) else {}
@@ -252,7 +237,7 @@ def _content(content: Any, view: _View) -> None:
         kind = piece.get("type") if isinstance(piece, dict) else None
         if kind in _TEXT_PARTS and isinstance(piece.get("text"), str):
             view.text(lambda t: TextPart(text=t), piece["text"], "text", ["content", i, "text"])
-        elif kind == "input_image" and isinstance(piece.get("image_url"), str) and _exact(
+        elif kind == "input_image" and isinstance(piece.get("image_url"), str) and exact(
             piece["image_url"]
         ):
             detail = piece.get("detail")

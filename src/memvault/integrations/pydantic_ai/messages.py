@@ -40,8 +40,8 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import MissingExtraError, ValidationError
-from memvault.integrations.openai_agents.items import clean_text
+from memvault.errors import ValidationError
+from memvault.extras import import_optional
 from memvault.integrations.stored_once import View, exact, restore
 from memvault.model import (
     ImagePart,
@@ -52,6 +52,7 @@ from memvault.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from memvault.rules.exact import clean_text
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -65,13 +66,9 @@ Path = list[str | int]
 
 def pydantic_ai_messages() -> Any:
     """The ``pydantic_ai.messages`` module, or MissingExtraError naming the extra."""
-    try:
-        from pydantic_ai import messages
-    except ImportError as exc:
-        raise MissingExtraError(
-            "memvault's Pydantic AI integration", "pydantic-ai", "pydantic-ai-slim"
-        ) from exc
-    return messages
+    return import_optional(
+        "pydantic_ai.messages", "memvault's Pydantic AI integration", needs=("pydantic_ai",)
+    )
 
 
 def to_memvault(message: ModelMessage) -> Message:
