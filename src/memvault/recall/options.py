@@ -77,6 +77,9 @@ class RecallOptions:
     - ``date_boost`` (default 0.5): when the query names a date ("on 8 May 2023", "in June
       2023", "2023-05-08", "in 2022"), messages written on that day / in that month / year
       score ``* (1 + date_boost)``.
+    - ``thread_boost`` (default 0): a session-level prior (:mod:`memvault.recall.threads`): each
+      hit's fused score ``* (1 + thread_boost * t)``, t its thread's share of the best thread's
+      score (the sum of the thread's 3 best candidates). ``0`` turns it off.
 
     **Fusion** of the lexical and vector rankings (when a vector search is given)
 
@@ -133,6 +136,7 @@ class RecallOptions:
     author_key: str = "name"
     author_in_context: bool = True
     date_boost: float = 0.5
+    thread_boost: float = 0.0
 
     fusion: Fusion = "weighted"
     normalization: Normalization = "minmax"
@@ -159,7 +163,7 @@ class RecallOptions:
             _integer(name, getattr(self, name), minimum=0)
         if self.last_n is not None:
             _integer("last_n", self.last_n, minimum=0)
-        for name in ("author_boost", "date_boost", "lexical_weight", "bm25_k1"):
+        for name in ("author_boost", "date_boost", "thread_boost", "lexical_weight", "bm25_k1"):
             _number(name, getattr(self, name), low=0.0)
         if self.vector_weight is not None:
             _number("vector_weight", self.vector_weight, low=0.0)
