@@ -53,13 +53,13 @@ from memvault.recall import RecallOptions
 from memvault.recall.reader import RecallReader
 
 GRID: dict[str, tuple[Any, ...]] = {
-    "context_window": (1, 2, 3),
-    "context_decay": (0.3, 0.5, 0.7),
-    "bm25_b": (0.5, 0.75, 0.9),
+    "context_window": (2, 3, 4),
+    "context_decay": (0.5, 0.7, 0.85),
+    "bm25_b": (0.3, 0.5, 0.75),
     "author_boost": (0.0, 0.2, 0.4),
-    "date_boost": (0.0, 0.5, 1.0),
+    "date_boost": (1.0, 2.0, 3.0),
     "candidates": (50, 100),
-    "thread_boost": (0.0, 0.25, 0.5, 1.0),
+    "thread_boost": (0.0, 0.5, 1.0),
 }
 """The recall-time constants searched, words only, in this order, each with its small grid
 (kept small: on two shared cores one scoring of a conversation takes seconds). Left at their
@@ -202,7 +202,7 @@ async def measure_cv(
     embedder: Any = None,
     options: RecallOptions | None = None,
     grid: dict[str, tuple[Any, ...]] | None = None,
-    passes: int = 2,
+    passes: int = 1,
     store: str = "sqlite",
     db_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,

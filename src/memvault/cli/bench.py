@@ -151,7 +151,7 @@ def locomo(
         "--cv", help="Cross-validate: for each conversation left out, pick recall's constants on "
                      "the others and score it (default conversations 0-4).")] = False,
     passes: Annotated[int, typer.Option(
-        "--passes", min=1, help="With --cv: rounds of the coordinate-wise search.")] = 2,
+        "--passes", min=1, help="With --cv: rounds of the coordinate-wise search.")] = 1,
 ) -> None:
     """Turn-level evidence recall@k of memvault's recall on LoCoMo, overall, per question
     category and per conversation, with tokens fed and time per query; with --cv, the

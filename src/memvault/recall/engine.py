@@ -210,8 +210,8 @@ async def _scored(
     pool = {key for near in matched.values() for _, key in near} - set(around) - in_window
     around.update(matched)
     around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window))
-    smoothed = await vectors.scored(scorer, query, resource_id, around, options.context_decay, warnings,
-                                    minimum=options.min_vector_score)
+    smoothed = await vectors.scored(scorer, query, resource_id, around, options.vector_context_decay,
+                                    warnings, minimum=options.min_vector_score)
     if smoothed is None:
         return candidates.vector, {}
     by_key = {(name, m.id): m for name, read in vector_reads.items() for m in read}
