@@ -242,13 +242,13 @@ def test_cv_folds_hold_each_conversation_out(three: Path) -> None:
     from memvault.bench import locomo_cv
 
     result = locomo_cv.run_cv(three, conversations="0-2", store="memory", passes=1,
-                              grid={"context_window": (0, 2), "author_boost": (0.0, 0.2)})
+                              grid={"context_window": (0, 3), "author_boost": (0.0, 0.2)})
     assert json.loads(json.dumps(result)) == result
     folds = result["folds"]
     assert [f["held_out"] for f in folds] == ["conv-test", "conv-b", "conv-c"]
     assert [f["held_out_figures"]["questions"] for f in folds] == [6, 5, 3]
     for fold in folds:
-        assert fold["chosen"]["context_window"] in (0, 2) and fold["chosen"]["author_boost"] in (0.0, 0.2)
+        assert fold["chosen"]["context_window"] in (0, 3) and fold["chosen"]["author_boost"] in (0.0, 0.2)
         assert fold["train"]["questions"] == 14 - fold["held_out_figures"]["questions"]
     for k in (5, 10):
         expected = sum(f["held_out_figures"][f"recall@{k}"] for f in folds) / 3
