@@ -302,3 +302,15 @@ def test_cli_cv(three: Path) -> None:
                                        "--store", "memory", "--cv", "--passes", "1"])
     assert outcome.exit_code == 0, outcome.output
     assert "Chosen most often" in outcome.stdout and "conv-c" in outcome.stdout
+
+
+def test_cv_with_an_embedder_searches_the_vector_constants_too(three: Path) -> None:
+    pytest.importorskip("numpy", reason="embedders need numpy")
+    from memvault.bench import locomo_cv
+
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
+                              grid={"vector_weight": (0.3, 0.6)})
+    assert result["config"]["embedder"] == "hash:32"
+    assert result["config"]["start"] == {"vector_weight": 0.6}  # what None means with an embedder
+    assert all(f["chosen"]["vector_weight"] in (0.3, 0.6) for f in result["folds"])
+    assert result["defaults_all"]["questions"] == 14
