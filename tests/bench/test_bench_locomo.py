@@ -16,6 +16,7 @@ from memvault.bench import locomo
 from memvault.cli.app import app
 from memvault.errors import ValidationError
 from memvault.recall import RecallOptions
+from memvault.recall.options import SCORED_VECTOR_WEIGHT
 
 
 def _session(n: int, turns: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -311,6 +312,7 @@ def test_cv_with_an_embedder_searches_the_vector_constants_too(three: Path) -> N
     result = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
                               grid={"vector_weight": (0.3, 0.6)})
     assert result["config"]["embedder"] == "hash:32"
-    assert result["config"]["start"] == {"vector_weight": 0.6}  # what None means with an embedder
-    assert all(f["chosen"]["vector_weight"] in (0.3, 0.6) for f in result["folds"])
+    # the start is what None means with an embedder
+    assert result["config"]["start"] == {"vector_weight": SCORED_VECTOR_WEIGHT}
+    assert all(f["chosen"]["vector_weight"] in (0.3, 0.6, SCORED_VECTOR_WEIGHT) for f in result["folds"])
     assert result["defaults_all"]["questions"] == 14

@@ -89,7 +89,7 @@ class RecallOptions:
       ``"minmax"``, the default, maps a source's best..worst candidate to 1..0; ``"max"``
       divides by the best score) and added with ``lexical_weight`` (default 1) and
       ``vector_weight``.
-    - ``vector_weight`` (default ``None``: 0.6 with a :class:`~memvault.recall.types.VectorScorer`,
+    - ``vector_weight`` (default ``None``: 1.0 with a :class:`~memvault.recall.types.VectorScorer`,
       as ``Memory.recall`` has when an embedder is configured, else 0.3). With a scorer every
       candidate gets a vector score, smoothed over its neighbours like the words (below); with
       a plain vector search only its own matches do, which deserves less weight.
@@ -107,7 +107,9 @@ class RecallOptions:
     (equal weights drop them to 64.9/76.9; reciprocal rank fusion at k=60 to 56.8/64.8 at
     1 : 1, 64.0/78.4 at 1 : 0.3). Scoring every candidate with similarities smoothed over two
     neighbours each side and fusing at 1 : 0.6 lifts them to 72.5/82.1 (1 : 0.8 gives 72.4/81.9,
-    1 : 1 72.9/81.9; docs/benchmarks.md has the figures). A stronger
+    1 : 1 72.9/81.9; docs/benchmarks.md has the figures). Cross-validated with the issue-15 word
+    defaults (``memvault bench locomo --cv --embedder ...``), every fold chose 1 : 1 over 0.4,
+    0.6 and 0.8 (held-out R@10 83.3 against 82.6 at 0.6; R@5 74.6 against 75.3), so 1.0 it is. A stronger
     embedder may deserve a larger ``vector_weight``: measure with
     ``memvault bench locomo --embedder ...``.
 
@@ -183,7 +185,7 @@ class RecallOptions:
             raise ValidationError("author_key must be a non-empty string (a metadata key)")
 
 
-SCORED_VECTOR_WEIGHT = 0.6
+SCORED_VECTOR_WEIGHT = 1.0
 """``vector_weight`` when ``None`` and every candidate gets a (smoothed) vector score."""
 MATCHED_VECTOR_WEIGHT = 0.3
 """``vector_weight`` when ``None`` and only the vector search's own matches have one."""
