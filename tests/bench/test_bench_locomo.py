@@ -16,6 +16,7 @@ from memvault.bench import locomo
 from memvault.cli.app import app
 from memvault.errors import ValidationError
 from memvault.recall import RecallOptions
+from memvault.recall.options import SCORED_VECTOR_WEIGHT
 
 
 def _session(n: int, turns: list[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -223,3 +224,95 @@ def test_cli_refuses_bad_options(data: Path) -> None:
     assert outcome.exit_code != 0
     outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(data), "--conversations", "7"])
     assert outcome.exit_code != 0
+
+
+# cross-validation (--cv)
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> Path:
+    """Three conversations that differ: the second and third lose a different question each."""
+    second = {**SAMPLE, "sample_id": "conv-b", "qa": SAMPLE["qa"][1:]}
+    third = {**SAMPLE, "sample_id": "conv-c", "qa": SAMPLE["qa"][:3]}
+    path = tmp_path / "locomo-three.json"
+    path.write_text(json.dumps([SAMPLE, second, third]), encoding="utf-8")
+    return path
+
+
+def test_cv_folds_hold_each_conversation_out(three: Path) -> None:
+    from memvault.bench import locomo_cv
+
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", passes=1,
+                              grid={"context_window": (0, 3), "author_boost": (0.0, 0.2)})
+    assert json.loads(json.dumps(result)) == result
+    folds = result["folds"]
+    assert [f["held_out"] for f in folds] == ["conv-test", "conv-b", "conv-c"]
+    assert [f["held_out_figures"]["questions"] for f in folds] == [6, 5, 3]
+    for fold in folds:
+        assert fold["chosen"]["context_window"] in (0, 3) and fold["chosen"]["author_boost"] in (0.0, 0.2)
+        assert fold["train"]["questions"] == 14 - fold["held_out_figures"]["questions"]
+    for k in (5, 10):
+        expected = sum(f["held_out_figures"][f"recall@{k}"] for f in folds) / 3
+        assert result["fold_means"][f"recall@{k}"] == pytest.approx(expected, abs=0.01)
+    assert result["held_out_pooled"]["questions"] == result["defaults_all"]["questions"] == 14
+    assert set(result["most_often"]) == {"context_window", "author_boost"}
+
+
+def test_cv_scores_as_the_benchmark_does(three: Path) -> None:
+    from memvault.bench import locomo_cv
+
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", passes=1,
+                              grid={"author_boost": (0.2,)})
+    plain = locomo.run(three, conversations="0-2", ks=(5, 10), store="memory")
+    for fold in result["folds"]:
+        row = plain["by_conversation"][fold["held_out"]]
+        assert fold["defaults_figures"]["recall@5"] == row["recall@5"]
+        assert fold["defaults_figures"]["recall@10"] == row["recall@10"]
+    assert result["defaults_all"]["recall@10"] == plain["recall@10"]
+
+
+def test_cv_search_moves_away_from_a_bad_start(three: Path) -> None:
+    from memvault.bench import locomo_cv
+
+    # one candidate from the full-text search finds one thread's turns only: 100 does better
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", passes=1,
+                              options=RecallOptions(candidates=1), grid={"candidates": (1, 100)})
+    assert all(f["chosen"]["candidates"] == 100 for f in result["folds"])
+    assert result["fold_means"]["recall@10"] > result["defaults_fold_means"]["recall@10"]
+    assert result["most_often"]["candidates"] == {"value": 100, "folds": 3, "default": 1}
+
+
+def test_cv_refuses_bad_input(three: Path) -> None:
+    from memvault.bench import locomo_cv
+
+    with pytest.raises(ValidationError, match="at least two"):
+        locomo_cv.run_cv(three, conversations="1", store="memory")
+    with pytest.raises(ValidationError, match="bm25_b"):
+        locomo_cv.run_cv(three, conversations="0-2", store="memory", grid={"bm25_b": (2.0,)})
+    with pytest.raises(ValidationError, match="passes"):
+        locomo_cv.run_cv(three, store="memory", passes=0)
+
+
+def test_cli_cv(three: Path) -> None:
+    outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(three), "--conversations", "0-2",
+                                       "--store", "memory", "--cv", "--passes", "1", "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    result = json.loads(outcome.stdout)
+    assert result["benchmark"] == "locomo-cv" and len(result["folds"]) == 3
+    outcome = CliRunner().invoke(app, ["bench", "locomo", "--data", str(three), "--conversations", "0-2",
+                                       "--store", "memory", "--cv", "--passes", "1"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "Chosen most often" in outcome.stdout and "conv-c" in outcome.stdout
+
+
+def test_cv_with_an_embedder_searches_the_vector_constants_too(three: Path) -> None:
+    pytest.importorskip("numpy", reason="embedders need numpy")
+    from memvault.bench import locomo_cv
+
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
+                              grid={"vector_weight": (0.3, 0.6)})
+    assert result["config"]["embedder"] == "hash:32"
+    # the start is what None means with an embedder
+    assert result["config"]["start"] == {"vector_weight": SCORED_VECTOR_WEIGHT}
+    assert all(f["chosen"]["vector_weight"] in (0.3, 0.6, SCORED_VECTOR_WEIGHT) for f in result["folds"])
+    assert result["defaults_all"]["questions"] == 14

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memvault.recall.dates import DateSpan, query_dates
+from memvault.recall.dates import DateSpan, MonthSpan, query_dates
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,8 @@ def test_recognised_forms(query: str, expected: list[DateSpan]) -> None:
     assert query_dates(query) == expected
 
 
-@pytest.mark.parametrize("query", ["in December", "last week", "May I ask?", "room 1234", "", "12:30"])
+@pytest.mark.parametrize("query", ["December", "last week", "May I ask?", "in Mayfair", "in dec",
+                                   "room 1234", "", "12:30"])
 def test_no_date(query: str) -> None:
     assert query_dates(query) == []
 
@@ -45,3 +46,20 @@ def test_span_contains() -> None:
     span = DateSpan(date(2023, 5, 8), date(2023, 5, 9))
     assert span.contains(datetime(2023, 5, 8, 23, 59, tzinfo=UTC))
     assert not span.contains(datetime(2023, 5, 9, 0, 0, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("query", "month"),
+    [("When did Melanie go camping in June?", 6), ("during August", 8), ("the second week of November", 11),
+     ("in mid-July", 7), ("In May, we moved", 5), ("early September", 9)],
+)
+def test_a_month_without_a_year_is_that_month_of_any_year(query: str, month: int) -> None:
+    assert query_dates(query) == [MonthSpan(month)]
+    span = MonthSpan(month)
+    assert span.contains(datetime(2019, month, 28, tzinfo=UTC))
+    assert span.contains(datetime(2023, month, 1, tzinfo=UTC))
+    assert not span.contains(datetime(2023, month % 12 + 1, 1, tzinfo=UTC))
+
+
+def test_a_month_with_a_year_is_not_also_any_year() -> None:
+    assert query_dates("in June 2023") == [DateSpan(date(2023, 6, 1), date(2023, 7, 1))]

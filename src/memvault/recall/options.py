@@ -63,7 +63,9 @@ class RecallOptions:
     Lexical candidates are the ``candidates`` best messages of the store's full-text search,
     with their neighbours. Each is then scored by BM25 over a *context document*: its own words
     plus the words of up to ``context_window`` neighbours on each side in its thread, the
-    neighbour at distance d counting ``context_decay ** d`` (1, 0.5, 0.25 by default). A reply
+    neighbour at distance d counting ``context_decay ** d`` (3 each side, weighted 1, 0.7,
+    0.49, 0.34 by default: the values leave-one-conversation-out cross-validation on LoCoMo
+    chose, ``memvault bench locomo --cv``; docs/benchmarks.md). A reply
     such as "Yes, last Sunday!" is found by the question it answers. ``context_window=0``
     scores each message alone. ``bm25_k1`` and ``bm25_b`` are BM25's usual parameters.
 
@@ -74,9 +76,12 @@ class RecallOptions:
       messages are embedded when saved, with the key of ``MemoryOptions.recall``.
     - ``author_in_context`` (default ``True``): the author's name also counts as a word of the
       message's context document ("Ana: I started cello lessons").
-    - ``date_boost`` (default 0.5): when the query names a date ("on 8 May 2023", "in June
-      2023", "2023-05-08", "in 2022"), messages written on that day / in that month / year
-      score ``* (1 + date_boost)``.
+    - ``date_boost`` (default 2.0): when the query names a date ("on 8 May 2023", "in June
+      2023", "2023-05-08", "in 2022", or a month alone, "in June": that month of any year),
+      messages written on that day / in that month / year score ``* (1 + date_boost)``.
+    - ``thread_boost`` (default 0): a session-level prior (:mod:`memvault.recall.threads`): each
+      hit's fused score ``* (1 + thread_boost * t)``, t its thread's share of the best thread's
+      score (the sum of the thread's 3 best candidates). ``0`` turns it off.
 
     **Fusion** of the lexical and vector rankings (when a vector search is given)
 
@@ -84,13 +89,14 @@ class RecallOptions:
       ``"minmax"``, the default, maps a source's best..worst candidate to 1..0; ``"max"``
       divides by the best score) and added with ``lexical_weight`` (default 1) and
       ``vector_weight``.
-    - ``vector_weight`` (default ``None``: 0.6 with a :class:`~memvault.recall.types.VectorScorer`,
+    - ``vector_weight`` (default ``None``: 1.0 with a :class:`~memvault.recall.types.VectorScorer`,
       as ``Memory.recall`` has when an embedder is configured, else 0.3). With a scorer every
       candidate gets a vector score, smoothed over its neighbours like the words (below); with
       a plain vector search only its own matches do, which deserves less weight.
     - ``vector_context_window`` (default 2): with a scorer, a message's vector score is the
       mean similarity of itself and up to this many neighbours each side in its thread, the
-      neighbour at distance d weighted ``context_decay ** d``. ``0``: its own similarity.
+      neighbour at distance d weighted ``vector_context_decay ** d`` (default 0.5: 1, 0.5,
+      0.25). ``0``: its own similarity.
     - ``fusion="rrf"``: reciprocal rank fusion, ``sum(weight / (rrf_k + rank))`` with rank 1
       for a source's best message (``rrf_k`` default 60, the usual constant).
     - ``vector_candidates`` (default 50): how many messages the vector search is asked for.
@@ -101,7 +107,9 @@ class RecallOptions:
     (equal weights drop them to 64.9/76.9; reciprocal rank fusion at k=60 to 56.8/64.8 at
     1 : 1, 64.0/78.4 at 1 : 0.3). Scoring every candidate with similarities smoothed over two
     neighbours each side and fusing at 1 : 0.6 lifts them to 72.5/82.1 (1 : 0.8 gives 72.4/81.9,
-    1 : 1 72.9/81.9; docs/benchmarks.md has the figures). A stronger
+    1 : 1 72.9/81.9; docs/benchmarks.md has the figures). Cross-validated with the issue-15 word
+    defaults (``memvault bench locomo --cv --embedder ...``), every fold chose 1 : 1 over 0.4,
+    0.6 and 0.8 (held-out R@10 83.3 against 82.6 at 0.6; R@5 74.6 against 75.3), so 1.0 it is. A stronger
     embedder may deserve a larger ``vector_weight``: measure with
     ``memvault bench locomo --embedder ...``.
 
@@ -124,21 +132,23 @@ class RecallOptions:
     merge: MergeStrategy = "prepend"
 
     candidates: int = 100
-    context_window: int = 2
-    context_decay: float = 0.5
+    context_window: int = 3
+    context_decay: float = 0.7
     context_reach: int = 2
     bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25_b: float = 0.5
     author_boost: float = 0.2
     author_key: str = "name"
     author_in_context: bool = True
-    date_boost: float = 0.5
+    date_boost: float = 2.0
+    thread_boost: float = 0.0
 
     fusion: Fusion = "weighted"
     normalization: Normalization = "minmax"
     lexical_weight: float = 1.0
     vector_weight: float | None = None
     vector_context_window: int = 2
+    vector_context_decay: float = 0.5
     rrf_k: int = 60
     vector_candidates: int = 50
 
@@ -159,11 +169,12 @@ class RecallOptions:
             _integer(name, getattr(self, name), minimum=0)
         if self.last_n is not None:
             _integer("last_n", self.last_n, minimum=0)
-        for name in ("author_boost", "date_boost", "lexical_weight", "bm25_k1"):
+        for name in ("author_boost", "date_boost", "thread_boost", "lexical_weight", "bm25_k1"):
             _number(name, getattr(self, name), low=0.0)
         if self.vector_weight is not None:
             _number("vector_weight", self.vector_weight, low=0.0)
         _number("context_decay", self.context_decay, low=0.0, high=1.0)
+        _number("vector_context_decay", self.vector_context_decay, low=0.0, high=1.0)
         _number("bm25_b", self.bm25_b, low=0.0, high=1.0)
         _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
         for name in ("min_lexical_score", "min_vector_score"):
@@ -174,7 +185,7 @@ class RecallOptions:
             raise ValidationError("author_key must be a non-empty string (a metadata key)")
 
 
-SCORED_VECTOR_WEIGHT = 0.6
+SCORED_VECTOR_WEIGHT = 1.0
 """``vector_weight`` when ``None`` and every candidate gets a (smoothed) vector score."""
 MATCHED_VECTOR_WEIGHT = 0.3
 """``vector_weight`` when ``None`` and only the vector search's own matches have one."""
