@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import StoreOpenError, ValidationError
+from memvault.errors import StoreOpenError, ValidationError, shown
 from memvault.model import Message, State, Thread, note_key
 from memvault.stores.capabilities import CompleteStore
 from memvault.transfer import jsonb
@@ -87,7 +87,7 @@ def split_source(source: str) -> tuple[str, Path]:
     (system, path). A system memvault cannot read is a :class:`ValidationError`."""
     if not isinstance(source, str) or ":" not in source:
         raise ValidationError(f"the source is SYSTEM:PATH with SYSTEM one of {', '.join(SYSTEMS)}, "
-                              f"got {source!r}")
+                              f"got {shown(source)}")
     system, _, rest = source.partition(":")
     if system not in SYSTEMS:
         raise ValidationError(f"cannot import from {system!r}: the systems are {', '.join(SYSTEMS)}")
