@@ -42,8 +42,10 @@ def test_accepted_connections_have_tcp_nodelay(live: Live) -> None:
 
 
 def test_keep_alive_requests_do_not_stall(live: Live) -> None:
-    """50 requests on one keep-alive connection: the median is far below the 40 ms a delayed
-    ACK costs when Nagle's algorithm holds a split answer back."""
+    """50 requests on one keep-alive connection: the fastest is far below the 40 ms a delayed
+    ACK costs when Nagle's algorithm holds a split answer back. The stall hits every request on
+    the connection, so the minimum shows it; the median would also show a loaded machine (it
+    crossed 30 ms under other jobs' load), which is not what this test is about."""
     with live.client(live.b_key) as client:
         client.get("/v1/me")
         times = []
@@ -51,8 +53,7 @@ def test_keep_alive_requests_do_not_stall(live: Live) -> None:
             start = time.perf_counter()
             assert client.post("/v1/recall", json={"query": "quetzal"}).status_code == 200
             times.append(time.perf_counter() - start)
-    times.sort()
-    assert times[len(times) // 2] < 0.030, times
+    assert min(times) < 0.030, sorted(times)
 
 
 # ---- ids with any character ------------------------------------------------------------------
