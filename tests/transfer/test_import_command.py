@@ -65,4 +65,5 @@ def test_bad_sources_are_one_line_and_write_nothing(args: list[str], tmp_path: P
     assert "Traceback" not in done.stderr, done.stderr
     if done.returncode == 1:
         assert done.stderr.strip().splitlines()[-1].startswith("memvault: "), done.stderr
+    assert not db.exists()  # the target is not even created: the source is read first
     assert memvault("export", "--all", db=db).stdout == ""

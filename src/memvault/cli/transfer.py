@@ -11,6 +11,7 @@ again changes nothing; it prints what it carried and what it could not.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from rich.progress import Progress as RichProgress
 from memvault.cli.common import AsJson, Db, emit, fail, run
 from memvault.errors import ThreadExistsError, ValidationError
 from memvault.memory import Memory
+from memvault.transfer.importer import read_source
 from memvault.transfer.jsonl import Progress, parse_records
 from memvault.transfer.seeds import ImportReport
 
@@ -138,6 +140,9 @@ def _reported(report: ImportReport) -> str:
 
 
 async def _import_from(url: str | None, source: str, show: bool) -> ImportReport:
+    # The source is read once here, before the target is opened, so that a bad source (missing,
+    # not that system's database) leaves no new target file behind; import_from reads it again.
+    await asyncio.to_thread(read_source, source)
     async with await Memory.open(url) as memory:
         with _progress(show, "records") as progress:
             return await memory.import_from(source, progress=progress)
