@@ -25,6 +25,7 @@ from memvault.errors import (
     MessageTooLargeError,
     NotFoundError,
     ThreadExistsError,
+    ThreadNotFoundError,
     ValidationError,
     shown,
 )
@@ -598,7 +599,9 @@ class Memory:
         back, each exactly as it was; returns how many of each kind. Every record is checked
         first: a bad one is a :class:`ValidationError` and nothing is written. A thread this
         store already has is a :class:`ThreadExistsError` (nothing written) unless ``replace``,
-        which deletes it first; working memories and states overwrite the store's."""
+        which deletes it first; working memories and states overwrite the store's. A state whose
+        thread is neither in the records nor in the store is a :class:`ThreadNotFoundError`,
+        also before anything is written."""
         store = require_complete(self.store)
         records = arguments.records(records)  # type: ignore[assignment]
         replace = arguments.flag(replace, "replace")
@@ -610,6 +613,9 @@ class Memory:
             names = ", ".join(f"{t.resource_id}/{t.id}" for t in existing[:5])
             raise ThreadExistsError(existing[0].id, f"the store already has {len(existing):,} of these "
                                     f"threads ({names}); nothing was imported (replace them to import)")
+        for resource_id, thread_id in jsonl.outside_threads(records):
+            if await store.get_thread(resource_id, thread_id) is None:  # a state's thread: before any write
+                raise ThreadNotFoundError(thread_id)
         for thread in existing:
             await self.delete_thread(thread_id=thread.id, resource_id=thread.resource_id)
         return await jsonl.import_records(store, records, progress=progress)

@@ -206,6 +206,16 @@ def check_records(records: Sequence[Record]) -> None:
             raise ValidationError(f"record {number} ({kind}): {exc}") from None
 
 
+def outside_threads(records: Sequence[Record]) -> list[tuple[str, str]]:
+    """The (resource_id, thread_id) pairs that state records name but whose thread is not in the
+    records: the target store must already have them (checked records only)."""
+    inside = {(t.resource_id, t.id) for t in threads_of_records(records)}
+    named = [(state.resource_id, state.thread_id) for state in
+             (State.parse(_fields(r)) for r in records if r["kind"] == "state")
+             if state.thread_id is not None]
+    return [pair for pair in dict.fromkeys(named) if pair not in inside]
+
+
 def _replace_with(content: str | None) -> Callable[[str | None], str | None]:
     return lambda _current: content
 

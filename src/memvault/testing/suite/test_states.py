@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memvault import Memory, NotFoundError, State, ThreadNotFoundError, ValidationError
+from memvault import Memory, Message, NotFoundError, State, ThreadNotFoundError, ValidationError
 from memvault.rules.merge_patch import merge_patch
 from memvault.testing import has
 from memvault.testing.support import tick
@@ -341,6 +341,30 @@ async def test_export_and_import_carry_workflow_thread_and_times(memory: Memory,
             assert copied == await memory.get_state(resource_id=R, key=key)
         await other.delete_thread(thread_id="t", resource_id=R)  # still tied to its thread there
         assert [s.key for s in await other.list_states(resource_id=R)] == ["loose"]
+
+
+@pytest.mark.capability("export", "summaries", "embeddings", "full_text")
+async def test_import_of_a_state_whose_thread_is_nowhere_writes_nothing(
+        memory: Memory, store_factory: Any, tmp_path: Path) -> None:
+    """Records holding a thread, then a state tied to a thread that is neither in the records nor
+    in the target: ThreadNotFoundError, and the target stays empty (the thread before it is not
+    written either). With that thread in the target, the same records import."""
+    await memory.create_thread(resource_id=R, thread_id="kept")
+    await memory.save_messages([Message.user("hello")], thread_id="kept", resource_id=R)
+    await memory.create_thread(resource_id=R, thread_id="left")
+    await memory.set_state({"a": 1}, resource_id=R, key="tied", thread_id="left")
+    sink = io.StringIO()
+    await memory.export_records(sink)
+    records = [r for r in parse_records(sink.getvalue().splitlines())
+               if not (r["kind"] == "thread" and r["id"] == "left")]
+    async with store_factory.memory(tmp_path / "other") as other:
+        with pytest.raises(ThreadNotFoundError):
+            await other.import_records(records)
+        assert (await other.list_threads(resource_id=R)).threads == []
+        assert await other.list_states(resource_id=R) == []
+        await other.create_thread(resource_id=R, thread_id="left")
+        assert (await other.import_records(records))["state"] == 1
+        assert (await other.get_state(resource_id=R, key="tied")).thread_id == "left"
 
 
 # Property: any sequence of merges on any JSON value leaves each store holding exactly what the
