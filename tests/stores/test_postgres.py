@@ -376,3 +376,35 @@ async def test_rebuild_search_index_recomputes_the_search_column(
 
 if __name__ == "__main__":
     _worker_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+
+
+async def test_titles_folded_by_lower_before_migration_8_are_folded_again(
+        server: str, schemas: list[str]) -> None:
+    """Migration 8 folded existing titles with ``lower()``, which keeps accents and full-width
+    forms; migration 10 folds them as writes do, in pages (1,004 threads: more than one page),
+    so ``title_contains`` finds them."""
+    from psycopg import sql
+
+    from memvault import Memory
+    from memvault.rules.words import fold
+
+    schema = _new(schemas)
+    url = with_params(server, schema=schema)
+    titles = {"accent": "Café Noir", "wide": "\uff26\uff35\uff2c\uff2c width"}  # full-width FULL
+    async with await Memory.open(url) as memory:
+        for thread_id, title in titles.items():
+            await memory.create_thread(resource_id=RESOURCE, thread_id=thread_id, title=title)
+        for n in range(1002):
+            await memory.create_thread(resource_id=RESOURCE, thread_id=f"t{n:04}", title=f"Été {n}")
+    threads = sql.SQL("{}.threads").format(sql.Identifier(schema))
+    # as migration 8 left them:
+    _sql(server, sql.SQL("UPDATE {} SET title_fold = lower(title)").format(threads))
+    _sql(server, sql.SQL("UPDATE {}.memvault_schema_version SET version = 9").format(sql.Identifier(schema)))
+    async with await Memory.open(url) as memory:
+        for thread_id, query in (("accent", "cafe"), ("wide", "full")):
+            page = await memory.list_threads(resource_id=RESOURCE, title_contains=query)
+            assert [t.id for t in page.threads] == [thread_id], query
+        # "Été 100", "Été 1000", "Été 1001":
+        assert await memory.count_threads(resource_id=RESOURCE, title_contains="ete 100") == 3
+    rows = _sql(server, sql.SQL("SELECT title, title_fold FROM {}").format(threads))
+    assert len(rows) == 1004 and all(folded == fold(title) for title, folded in rows)

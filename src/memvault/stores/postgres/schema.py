@@ -27,12 +27,40 @@ the other stores. Times are microseconds since the Unix epoch (``bigint``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from psycopg import sql
 
 from memvault.errors import SchemaVersionError
+from memvault.rules.words import fold
 from memvault.stores.postgres.db import Conn
 
-MIGRATIONS: tuple[str, ...] = (
+Step = str | Callable[[Conn], Awaitable[None]]
+"""A migration: SQL, or a coroutine function for what SQL cannot compute (run in the same
+transaction)."""
+
+async def _refold_titles(conn: Conn) -> None:
+    """Fold every title again with :func:`memvault.rules.words.fold`, as writes do: migration 8
+    folded the titles it found with ``lower()``, which keeps accents and compatibility forms
+    (so ``title_contains="cafe"`` missed a thread titled "Café" written before it). Reads the
+    titles in pages of 1,000 by key; rewrites only those that differ."""
+    after: tuple[str, str] = ("", "")
+    while True:
+        cursor = await conn.execute(
+            "SELECT resource_id, id, title, title_fold FROM threads WHERE title IS NOT NULL "
+            "AND (resource_id, id) > (%s, %s) ORDER BY resource_id, id LIMIT 1000", after)
+        rows = await cursor.fetchall()
+        if not rows:
+            return
+        changed = [(fold(title), resource, thread) for resource, thread, title, folded in rows
+                   if fold(title) != folded]
+        if changed:
+            await cursor.executemany(
+                "UPDATE threads SET title_fold = %s WHERE resource_id = %s AND id = %s", changed)
+        after = (rows[-1][0], rows[-1][1])
+
+
+MIGRATIONS: tuple[Step, ...] = (
     # 1: threads and messages, with full-text search
     """
     CREATE TABLE threads (
@@ -205,10 +233,9 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX graph_items_by_expiry ON graph_items (expires_us) WHERE expires_us IS NOT NULL;
     """,
-    # thread queries: each title case-folded (``title_contains`` searches it; memvault writes it
-    # with Python's str.casefold, and titles written before this migration are folded by
-    # lower(), which differs only for a few letters such as ß or a final sigma), and an index
-    # for listing a resource's threads by creation time
+    # thread queries: each title folded (``title_contains`` searches it; memvault writes it with
+    # memvault.rules.words.fold; the titles found here are folded by lower() first, then again
+    # by migration 10), and an index for listing a resource's threads by creation time
     """
     ALTER TABLE threads ADD COLUMN title_fold text;
     UPDATE threads SET title_fold = lower(title) WHERE title IS NOT NULL;
@@ -226,6 +253,8 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX states_by_workflow ON states (resource_id, workflow_id, updated_us DESC, key DESC);
     CREATE INDEX states_by_thread ON states (resource_id, thread_id, updated_us DESC, key DESC);
     """,
+    # titles written before migration 8 folded as memvault folds them (see _refold_titles)
+    _refold_titles,
 )
 
 LATEST = len(MIGRATIONS)
@@ -267,6 +296,10 @@ async def migrate(conn: Conn, schema: str, target: int = LATEST) -> int:
             await conn.execute("CREATE TABLE memvault_schema_version (version integer NOT NULL)")
             await conn.execute("INSERT INTO memvault_schema_version (version) VALUES (0)")
         for version in range(found + 1, target + 1):
-            await conn.execute(MIGRATIONS[version - 1])
+            step = MIGRATIONS[version - 1]
+            if isinstance(step, str):
+                await conn.execute(step)
+            else:
+                await step(conn)
             await conn.execute("UPDATE memvault_schema_version SET version = %s", (version,))
         return found
