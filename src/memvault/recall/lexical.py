@@ -97,7 +97,8 @@ class _TermMatcher:
     def counts(self, text: str) -> tuple[dict[int, int], int]:
         """The counts of the terms found in ``text`` (by term index; only those found) and its
         length in tokens."""
-        folded = fold(split_cjk(text))
+        # ASCII has no CJK run to split, and folding it is lower-casing
+        folded = text.lower() if text.isascii() else fold(split_cjk(text))
         if not folded.isascii():  # CJK runs, other scripts: the full tokenizer
             toks = _TOKENS.get(text)
             words = Counter(toks)
@@ -186,24 +187,25 @@ async def lexical_candidates(
                           if 0 <= j < len(messages)})
         # Neighbours within reach + window of a hit were all read, so positions in `messages`
         # around a member are its true neighbours in the thread (see get_messages).
+        last = len(messages)
         for j in members:
             tf = [0.0] * len(terms)
             length = 0.0
-            for d in range(-window, window + 1):
-                k = j + d
-                if 0 <= k < len(messages):
-                    w = weights[abs(d)]
-                    length += w * lengths[k]
-                    for t, c in counts[k].items():
-                        tf[t] += w * c
+            for k in range(max(0, j - window), min(last, j + window + 1)):  # in thread order
+                w = weights[abs(k - j)]
+                length += w * lengths[k]
+                for t, c in counts[k].items():
+                    tf[t] += w * c
             pool.append((messages[j], tf, length))
 
     n = len(pool)
     average = sum(length for _, _, length in pool) / n or 1.0
-    idf = []
-    for t in range(len(terms)):
-        having = sum(1 for _, tf, _ in pool if tf[t] > 0)
-        idf.append(math.log((n - having + 0.5) / (having + 0.5) + 1.0))
+    having = [0] * len(terms)
+    for _, tf, _ in pool:
+        for t, f in enumerate(tf):
+            if f > 0:
+                having[t] += 1
+    idf = [math.log((n - h + 0.5) / (h + 0.5) + 1.0) for h in having]
     k1, b = options.bm25_k1, options.bm25_b
     query_words = {term[0] for term in terms if len(term) == 1}
     spans = query_dates(query) if options.date_boost else []
