@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.recall.lexical import _count, _TermMatcher, query_terms
-from memvault.rules.words import tokens
+from memvault.recall.lexical import _ascii_words, _count, _TermMatcher, query_terms
+from memvault.rules.words import ASCII_WORD, tokens
 
 WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
          "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",
@@ -17,11 +17,13 @@ WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organi
 TEXT = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
 
 
-def expected(query: str, text: str) -> tuple[list[int], int]:
+def expected(query: str, text: str) -> tuple[dict[int, int], int]:
+    """The terms found (by index, with their counts) and the length, from the tokenizer."""
     terms = query_terms(query)
     toks = tokens(text)
     words = Counter(toks)
-    return [_count(term, toks, words) for term in terms], len(toks)
+    counts = {t: c for t, term in enumerate(terms) if (c := _count(term, toks, words))}
+    return counts, len(toks)
 
 
 @settings(max_examples=400)
@@ -32,5 +34,14 @@ def test_counts_are_the_tokenizers(query: str, text: str) -> None:
 
 def test_examples() -> None:
     matcher = _TermMatcher(query_terms("Who runs the organization?"))
-    assert matcher.counts("I was running; the organizations run well") == ([2, 1], 7)
-    assert _TermMatcher(query_terms("抹茶")).counts("我喜欢抹茶 matcha") == ([1], 6)
+    assert matcher.counts("I was running; the organizations run well") == ({0: 2, 1: 1}, 7)
+    assert matcher.counts("nothing here") == ({}, 2)
+    assert _TermMatcher(query_terms("抹茶")).counts("我喜欢抹茶 matcha") == ({0: 1}, 6)
+
+
+@settings(max_examples=400)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_word_count_is_the_patterns(text: str) -> None:
+    """The length of an ASCII text, counted without making its words, is what the
+    tokenizer's pattern finds (upper case and ``_`` are separators there)."""
+    assert _ascii_words(text) == len(ASCII_WORD.findall(text))

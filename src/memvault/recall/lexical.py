@@ -30,7 +30,6 @@ from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.types import Key
 from memvault.rules.words import (
-    ASCII_WORD,
     STOP_WORDS,
     fold,
     index_text,
@@ -41,6 +40,8 @@ from memvault.rules.words import (
 )
 
 _TOKEN_CACHE_SIZE = 20_000
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+"""The characters of :data:`~memvault.rules.words.ASCII_WORD`'s words."""
 
 
 class _TokenCache:
@@ -87,23 +88,40 @@ class _TermMatcher:
 
     def __init__(self, terms: list[tuple[str, ...]]) -> None:
         self.terms = terms
-        singles = {term[0] for term in terms if len(term) == 1}
-        prefixes = sorted({w[: max(1, len(w) - 1)] for w in singles}, key=len, reverse=True)
+        self._single = {term[0]: t for t, term in enumerate(terms) if len(term) == 1}
+        prefixes = sorted({w[: max(1, len(w) - 1)] for w in self._single}, key=len, reverse=True)
         self._candidates = re.compile(
             r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, prefixes)) + r")[a-z0-9]*"
         ) if prefixes else None
 
-    def counts(self, text: str) -> tuple[list[int], int]:
-        folded = fold(split_cjk(text))
+    def counts(self, text: str) -> tuple[dict[int, int], int]:
+        """The counts of the terms found in ``text`` (by term index; only those found) and its
+        length in tokens."""
+        # ASCII has no CJK run to split, and folding it is lower-casing
+        folded = text.lower() if text.isascii() else fold(split_cjk(text))
         if not folded.isascii():  # CJK runs, other scripts: the full tokenizer
             toks = _TOKENS.get(text)
             words = Counter(toks)
-            return [_count(term, toks, words) for term in self.terms], len(toks)
-        length = len(ASCII_WORD.findall(folded))
-        if self._candidates is None:
-            return [0] * len(self.terms), length
-        found = Counter(stem(w) for w in self._candidates.findall(folded))
-        return [found[term[0]] if len(term) == 1 else 0 for term in self.terms], length
+            return {t: c for t, term in enumerate(self.terms) if (c := _count(term, toks, words))}, len(toks)
+        length = _ascii_words(folded)
+        found: dict[int, int] = {}
+        if self._candidates is not None:
+            for word in self._candidates.findall(folded):
+                t = self._single.get(stem(word))
+                if t is not None:
+                    found[t] = found.get(t, 0) + 1
+        return found, length
+
+
+_RUNS = bytes(ord("a") if chr(i) in _WORD_CHARS else ord(" ") for i in range(256))
+
+
+def _ascii_words(folded: str) -> int:
+    """How many words :data:`~memvault.rules.words.ASCII_WORD` finds in ``folded`` (ASCII), counted
+    without making them: each word character becomes ``a``, every other one a space, and the
+    words are the runs of ``a``, each starting at ``" a"`` (or at the very start)."""
+    runs = folded.encode("ascii").translate(_RUNS)
+    return runs.count(b" a") + runs.startswith(b"a")
 
 
 @dataclass
@@ -157,7 +175,7 @@ async def lexical_candidates(
     pool: list[tuple[Message, list[float], float]] = []  # message, smoothed counts, smoothed length
     matcher = _TermMatcher(terms)
     for name, messages in threads.items():
-        counts: list[list[int]] = []
+        counts: list[dict[int, int]] = []
         lengths: list[int] = []
         for message in messages:
             term_counts, size = matcher.counts(_document(message, options))
@@ -169,25 +187,25 @@ async def lexical_candidates(
                           if 0 <= j < len(messages)})
         # Neighbours within reach + window of a hit were all read, so positions in `messages`
         # around a member are its true neighbours in the thread (see get_messages).
+        last = len(messages)
         for j in members:
             tf = [0.0] * len(terms)
             length = 0.0
-            for d in range(-window, window + 1):
-                k = j + d
-                if 0 <= k < len(messages):
-                    w = weights[abs(d)]
-                    length += w * lengths[k]
-                    for t, c in enumerate(counts[k]):
-                        if c:
-                            tf[t] += w * c
+            for k in range(max(0, j - window), min(last, j + window + 1)):  # in thread order
+                w = weights[abs(k - j)]
+                length += w * lengths[k]
+                for t, c in counts[k].items():
+                    tf[t] += w * c
             pool.append((messages[j], tf, length))
 
     n = len(pool)
     average = sum(length for _, _, length in pool) / n or 1.0
-    idf = []
-    for t in range(len(terms)):
-        having = sum(1 for _, tf, _ in pool if tf[t] > 0)
-        idf.append(math.log((n - having + 0.5) / (having + 0.5) + 1.0))
+    having = [0] * len(terms)
+    for _, tf, _ in pool:
+        for t, f in enumerate(tf):
+            if f > 0:
+                having[t] += 1
+    idf = [math.log((n - h + 0.5) / (h + 0.5) + 1.0) for h in having]
     k1, b = options.bm25_k1, options.bm25_b
     query_words = {term[0] for term in terms if len(term) == 1}
     spans = query_dates(query) if options.date_boost else []

@@ -58,7 +58,8 @@ def index_text(message: Message) -> str:
             chunks.append(part.text)
         elif isinstance(part, ToolResultPart) and isinstance(part.output, str):
             chunks.append(part.output)
-    return split_cjk(fold("\n".join(chunks)))
+    folded = fold("\n".join(chunks))
+    return folded if folded.isascii() else split_cjk(folded)  # no CJK run in ASCII
 
 
 def split_cjk(text: str) -> str:
