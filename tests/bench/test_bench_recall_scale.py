@@ -53,3 +53,18 @@ def test_the_command_prints_json_and_tables() -> None:
     out = CliRunner().invoke(app, ["bench", "recall", "--scale", "--sizes", "1100", "--queries", "3"])
     assert out.exit_code == 0, out.output
     assert "vectors at scale" in out.stdout and "lazy" in out.stdout
+
+
+def test_the_scan_mode_measures_the_lazy_index_without_its_lists() -> None:
+    from typer.testing import CliRunner
+
+    from memvault.cli.app import app
+
+    out = CliRunner().invoke(app, ["bench", "recall", "--scale", "--sizes", "1000", "--queries", "3",
+                                   "--modes", "lazy,scan", "--json"])
+    assert out.exit_code == 0, out.output
+    for row in json.loads(out.stdout)["results"]:
+        assert set(row) >= {"lazy", "scan"} and "eager" not in row
+        assert row["scan"]["recall_at_10"] >= 0.99
+    bad = CliRunner().invoke(app, ["bench", "recall", "--scale", "--modes", "fast"])
+    assert bad.exit_code != 0 and "lazy, scan, eager" in bad.output

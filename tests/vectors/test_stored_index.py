@@ -377,3 +377,106 @@ async def test_vectors_another_memory_stores_are_found_without_reopening(tmp_pat
     finally:
         await writer.close()
         await reader.close()
+
+
+# a large resource: the inverted-file first stage (CoarseLists)
+
+
+def _clusters(rng: np.random.Generator, count: int, centres: int = 8) -> np.ndarray:
+    """Unit vectors around ``centres`` random directions (clustered, like embeddings)."""
+    middle = np.random.default_rng(99).standard_normal((centres, DIMS))
+    return _unit(middle[rng.integers(0, centres, count)] + 0.25 * rng.standard_normal((count, DIMS)))
+
+
+def _recall(hits: list[Any], truth: set[str]) -> float:
+    return len(truth & {h.message_id for h in hits}) / len(truth)
+
+
+async def test_a_large_resource_is_searched_through_lists_with_recall_at_least_099(
+    store: Any,
+) -> None:
+    rng = np.random.default_rng(11)
+    vectors = _clusters(rng, 4_000)
+    keys = await _fill(store, "ada", vectors)
+    await _fill(store, "bob", _clusters(rng, 500))  # below coarse_from: a full scan
+    index = StoredIndex(store, DIMS, coarse_from=1_000, probe_rows=800)
+    queries = _clusters(rng, 60)
+    found = 0.0
+    for query in queries:
+        hits = await index.search(query, resource_id="ada", top_k=10)
+        found += _recall(hits, {keys[i][1] for i in _exact_top(vectors, query, 10)})
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert found / len(queries) >= 0.99
+    ada = index._partitions["ada"]
+    assert ada.coarse is not None and len(ada.coarse.counts) > 4
+    assert index._probed(ada, _unit(queries[:1])[0], None, 80).size < 4_000  # not every row
+    await index.search(queries[0], resource_id="bob", top_k=3)
+    assert index._partitions["bob"].coarse is None
+
+
+async def test_a_thread_filter_in_a_large_resource_returns_top_k_hits_of_that_thread(
+    store: Any,
+) -> None:
+    rng = np.random.default_rng(12)
+    vectors = _clusters(rng, 3_000)
+    far = _unit(np.tile(-vectors[:1], (3, 1)) + 0.01 * rng.standard_normal((3, DIMS)))
+    keys = await _fill(store, "ada", np.vstack([vectors, far]), threads=1)  # all in t0...
+    memory = Memory(store)
+    small = [(f"s{i}", vectors[i] * 0 + far[i % 3]) for i in range(3)]
+    await memory.save_messages([Message.user("x", id=m) for m, _ in small], thread_id="few",
+                               resource_id="ada")  # ...but 3 far-away vectors in "few"
+    await store.save_embeddings(MODEL, DIMS, [("ada", "few", m, v.tobytes()) for m, v in small])
+    index = StoredIndex(store, DIMS, coarse_from=1_000, probe_rows=300)  # t0: probed, filtered
+    query = vectors[0]
+    big = await index.search(query, resource_id="ada", thread_id="t0", top_k=10)
+    truth = {keys[i][1] for i in _exact_top(np.vstack([vectors, far]), query, 10)}
+    assert len(big) == 10 and {h.thread_id for h in big} == {"t0"} and _recall(big, truth) >= 0.9
+    few = await index.search(query, resource_id="ada", thread_id="few", top_k=5)
+    assert sorted(h.message_id for h in few) == ["s0", "s1", "s2"]  # all the thread has
+    # a big thread whose rows are all far from the query: its probe finds none, it is scanned
+    lonely = await index.search(-query, resource_id="ada", thread_id="t0", top_k=10)
+    assert len(lonely) == 10 and {h.thread_id for h in lonely} == {"t0"}
+
+
+async def test_a_large_resources_lists_follow_adds_and_deletes_and_survive_eviction(
+    store: Any,
+) -> None:
+    rng = np.random.default_rng(13)
+    vectors = _clusters(rng, 3_000)
+    keys = await _fill(store, "ada", vectors)
+    await _fill(store, "bob", _clusters(rng, 200))
+    index = StoredIndex(store, DIMS, coarse_from=1_000, probe_rows=600)
+    target = _clusters(rng, 1)[0]
+    before = await index.search(target, resource_id="ada", top_k=10)
+    assert index._partitions["ada"].coarse is not None
+
+    memory = Memory(store)  # a new message right on the target direction
+    await memory.save_messages([Message.user("new", id="new")], thread_id="t0", resource_id="ada")
+    row = ("ada", "t0", "new", target.tobytes())
+    await store.save_embeddings(MODEL, DIMS, [row])
+    await index.add([row])
+    hits = await index.search(target, resource_id="ada", top_k=1)
+    assert hits[0].message_id == "new" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+
+    gone = [h.message_id or "" for h in before if h.thread_id == "t1"]  # a few rows: swap-moves
+    await memory.delete_messages(["new", *gone], thread_id="t0", resource_id="ada")
+    await memory.delete_messages(gone, thread_id="t1", resource_id="ada")
+    await index.forget_messages("ada", "t0", ["new"])
+    await index.forget_messages("ada", "t1", gone)
+    await memory.delete_thread(thread_id="t2", resource_id="ada")  # many rows: a compaction
+    await index.forget_thread("ada", "t2")
+    left = [i for i, (t, m) in enumerate(keys) if t != "t2" and m not in gone]
+    assert index.loaded()["ada"] == len(left)
+    found = 0.0
+    for query in _clusters(rng, 30):
+        hits = await index.search(query, resource_id="ada", top_k=10)
+        found += _recall(hits, {keys[left[i]][1] for i in _exact_top(vectors[left], query, 10)})
+    assert found / 30 >= 0.99
+
+    after = await index.search(target, resource_id="ada", top_k=10)
+    small = StoredIndex(store, DIMS, coarse_from=1_000, probe_rows=600, memory_budget=1)
+    assert await small.search(target, resource_id="ada", top_k=10) == after
+    await small.search(target, resource_id="bob", top_k=3)  # evicts ada
+    assert list(small.loaded()) == ["bob"]
+    assert await small.search(target, resource_id="ada", top_k=10) == after  # rebuilt: the same
+    assert small.loads == 3

@@ -17,7 +17,12 @@ Each layout is measured in a fresh subprocess (so the resident memory is the pro
 embedder whose model matches the stored one, twice, side by side:
 
 - **lazy** (the default now): :class:`~memvault.vectors.stored.StoredIndex`; nothing is read at
-  open, a resource is loaded (int8) on its first search, hits are rescored from the store;
+  open, a resource is loaded (int8) on its first search, hits are rescored from the store; a
+  resource of at least ``coarse_from`` vectors is searched through its lists (the inverted-file
+  first stage, built on that first search);
+- **scan** (only when asked, ``modes=("lazy", "scan", ...)``): the same index with the first stage
+  off (``coarse_from`` past any size): every search scans the resource's int8 rows, as
+  ``StoredIndex`` did before it had lists;
 - **eager** (what every open did before, and still does with a given index): an
   :class:`~memvault.vectors.ExactIndex` loaded with every stored vector at open.
 
@@ -147,6 +152,7 @@ async def _measure(job: dict[str, Any]) -> dict[str, Any]:
 
     embedder = FunctionEmbedder(embed, model=MODEL, dimensions=DIMENSIONS, run_in_thread=False)
     eager = job["mode"] == "eager"
+    scan = job["mode"] == "scan"
     before = _rss_mb()
     started = time.perf_counter()
     memory = await Memory.open(f"sqlite:///{job['path']}", embedder=embedder,
@@ -158,6 +164,8 @@ async def _measure(job: dict[str, Any]) -> dict[str, Any]:
     index: Any = semantic.index if eager else semantic.stored
     if index is None:  # lazy: made once the model is known (it is recorded)
         raise RuntimeError("no vector index after open")
+    if scan:
+        index.coarse_from = sys.maxsize
 
     async def search(row: int) -> tuple[float, list[str]]:
         began = time.perf_counter()
@@ -296,7 +304,7 @@ def render(result: dict[str, Any], console: Any) -> None:
                    "RSS loaded MB", "resident/raw", "p50 ms", "p95 ms", "recall@10"):
         table.add_column(column, justify="right")
     for row in result["results"]:
-        for mode in ("lazy", "eager"):
+        for mode in ("lazy", "scan", "eager"):
             if mode in row:
                 m = row[mode]
                 table.add_row(f"{row['size']:,}", row["layout"], mode, f"{m['open_s']:.3f}",

@@ -245,6 +245,10 @@ def recall(
         "resources: open time, resident memory (in a subprocess), first search (the lazy "
         "load), search p50/p95 and recall@10 of the lazy int8 index against the eager "
         "float32 one.")] = False,
+    scale_modes: Annotated[str, typer.Option(
+        "--modes", metavar="lazy,scan,eager", help="With --scale: the modes measured, each in "
+        "its own process (scan: the lazy index with its inverted-file first stage off).")
+    ] = "lazy,eager",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Vector search latency (p50/p99 of search(top_k=10), embedder excluded) at each size, all
@@ -262,7 +266,14 @@ def recall(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--sizes") from None
     if scale:
-        _recall_scale(counts if sizes != "10000,100000,1000000" else [100_000], queries, seed, as_json)
+        try:
+            modes = tuple(m for m in scale_modes.split(",") if m.strip())
+            if not modes or set(modes) - {"lazy", "scan", "eager"}:
+                raise ValueError("give some of lazy, scan, eager, e.g. lazy,scan")
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--modes") from None
+        _recall_scale(counts if sizes != "10000,100000,1000000" else [100_000], queries, seed,
+                      as_json, modes)
         return
 
     ef_search: int | Literal["auto"] = "auto"
@@ -299,16 +310,19 @@ def recall(
         bench_recall.render(result, Console())
 
 
-def _recall_scale(sizes: list[int], queries: int, seed: int, as_json: bool) -> None:
+def _recall_scale(sizes: list[int], queries: int, seed: int, as_json: bool,
+                  modes: tuple[str, ...]) -> None:
     from rich.console import Console
 
     from memvault.bench import stored
 
     if as_json:
-        typer.echo(json.dumps(stored.run(sizes=sizes, queries=queries, seed=seed), indent=2))
+        typer.echo(json.dumps(stored.run(sizes=sizes, queries=queries, seed=seed, modes=modes),
+                              indent=2))
         return
     with Console(stderr=True).status("starting") as status:
-        result = stored.run(sizes=sizes, queries=queries, seed=seed, progress=status.update)
+        result = stored.run(sizes=sizes, queries=queries, seed=seed, modes=modes,
+                            progress=status.update)
     stored.render(result, Console())
 
 

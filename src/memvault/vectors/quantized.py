@@ -9,8 +9,10 @@ exactly from the float32 vectors the store keeps, so a hit's score is always the
 Rows are keyed by ``(thread_id, message_id)``; per row the partition keeps the codes, the
 scale, the thread (an int32 code) and the message id (one Python string, also the key of the
 thread's ``message id -> row`` dict). Removal swaps the last row into the hole (or compacts when
-many rows go), so rows move and keys do not. Nothing here locks: the owning index serialises
-access.
+many rows go), so rows move and keys do not. A large resource's partition may also hold
+:class:`~memvault.vectors.coarse.CoarseLists` (``coarse``, built by :meth:`build_coarse`): every
+write, removal and move of a row keeps them in step. Nothing here locks: the owning index
+serialises access.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from memvault.vectors.coarse import CoarseLists
 from memvault.vectors.partition import Rows, ThreadedRows, kept_rows, resized
 
 ROW_OVERHEAD = 150
 """Bytes a row costs beyond its codes, scale and thread code, roughly: its message id (a Python
 string), its list slot and its entry in the thread's dict (measured with tracemalloc over 100k
 rows loaded in pages: 120 bytes for 8-character ids, 148 for 36-character UUIDs)."""
+
+_SCORE_ROWS = 2_048
+"""Rows scored per ``einsum`` call: their int8 codes and float32 scratch stay in the CPU's
+cache (one call over 20,000 gathered rows was measured several times slower per row)."""
 
 
 def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
@@ -40,7 +47,7 @@ def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.
 class QuantizedPartition(ThreadedRows):
     """The int8 vectors of one resource. ``codes[:size]`` are the live rows."""
 
-    __slots__ = ("_row_of", "codes", "message_ids", "scales")
+    __slots__ = ("_row_of", "coarse", "codes", "message_ids", "scales")
 
     def __init__(self, dimensions: int) -> None:
         self.codes: NDArray[np.int8] = np.empty((0, dimensions), dtype=np.int8)
@@ -52,12 +59,13 @@ class QuantizedPartition(ThreadedRows):
         self.thread_names: list[str] = []
         self._row_of: list[dict[str, int]] = []  # per thread code: message id -> row
         self._thread_rows: dict[int, Rows] = {}
+        self.coarse: CoarseLists | None = None
 
     @property
     def nbytes(self) -> int:
         """Resident bytes, estimated: the arrays' capacity plus :data:`ROW_OVERHEAD` per row."""
         return (self.codes.nbytes + self.scales.nbytes + self.threads.nbytes
-                + ROW_OVERHEAD * self.size)
+                + ROW_OVERHEAD * self.size + (0 if self.coarse is None else self.coarse.nbytes))
 
     def key(self, row: int) -> tuple[str, str]:
         """``(thread_id, message_id)`` of a live row."""
@@ -67,14 +75,39 @@ class QuantizedPartition(ThreadedRows):
 
     def scores(self, query: NDArray[np.float32], rows: Rows | None = None) -> NDArray[np.float32]:
         """Approximate cosine similarities of ``query`` (unit length) to every live row, or to
-        ``rows``: one ``einsum`` over the int8 codes, cast to float32 as it streams (a quarter
-        of float32's memory traffic: measured as fast as the float32 scan or faster), times
-        each row's scale."""
-        codes = self.codes[: self.size] if rows is None else np.take(self.codes, rows, axis=0)
-        out: NDArray[np.float32] = np.einsum("ij,j->i", codes, query, dtype=np.float32,
-                                             casting="unsafe")
+        ``rows``: ``einsum`` over the int8 codes, cast to float32 as it streams (a quarter of
+        float32's memory traffic), :data:`_SCORE_ROWS` rows at a time, times each row's
+        scale."""
+        count = self.size if rows is None else int(rows.size)
+        out: NDArray[np.float32] = np.empty(count, dtype=np.float32)
+        for start in range(0, count, _SCORE_ROWS):
+            stop = min(start + _SCORE_ROWS, count)
+            codes = (self.codes[start:stop] if rows is None
+                     else np.take(self.codes, rows[start:stop], axis=0))
+            out[start:stop] = np.einsum("ij,j->i", codes, query, dtype=np.float32,
+                                        casting="unsafe")
         out *= self.scales[: self.size] if rows is None else self.scales[rows]
         return out
+
+    def dequantized(self, rows: Rows) -> NDArray[np.float32]:
+        """These rows as float32 (``codes * scale``: close to unit length)."""
+        out: NDArray[np.float32] = np.take(self.codes, rows, axis=0).astype(np.float32)
+        out *= self.scales[rows][:, None]
+        return out
+
+    def build_coarse(self) -> CoarseLists | None:
+        """(Re)build :attr:`coarse` over the live rows (``None`` when there are none), then
+        reorder the rows list by list, so that a probe reads each list's codes contiguously
+        (measured at 1M rows: 8,192 probed rows scored in 3.9 ms contiguous, 6.9 ms scattered)."""
+        if not self.size:
+            self.coarse = None
+            return None
+        coarse = self.coarse = CoarseLists.build(self.size, self.dequantized)
+        self._thread_rows.clear()
+        self._reorder(np.concatenate(
+            [members[:count] for members, count in zip(coarse.members, coarse.counts.tolist(),
+                                                        strict=True)]).astype(np.intp))
+        return coarse
 
     # writing
 
@@ -104,6 +137,8 @@ class QuantizedPartition(ThreadedRows):
         if old_rows:
             self.codes[old_rows] = codes[old_positions]
             self.scales[old_rows] = scales[old_positions]
+            if self.coarse is not None:
+                self.coarse.add(np.asarray(old_rows, dtype=np.intp), matrix[old_positions])
         if new_positions:
             start, end = self.size, self.size + len(new_positions)
             self._reserve(end)
@@ -115,6 +150,8 @@ class QuantizedPartition(ThreadedRows):
                 (self.thread_code[thread_ids[p]] for p in new_positions),
                 dtype=np.int32, count=len(new_positions))
             self.size = end
+            if self.coarse is not None:
+                self.coarse.add(np.arange(start, end), matrix if every else matrix[picked])
 
     def append(self, thread_ids: list[str], message_ids: list[str],
                matrix: NDArray[np.float32]) -> None:
@@ -133,6 +170,8 @@ class QuantizedPartition(ThreadedRows):
         self.codes[start:end], self.scales[start:end] = quantize(matrix)
         self.threads[start:end] = codes
         self.size = end
+        if self.coarse is not None:
+            self.coarse.add(np.arange(start, end), matrix)
 
     def remove_messages(self, thread_id: str, message_ids: list[str]) -> int:
         """Remove these messages of the thread; returns how many were here."""
@@ -170,6 +209,10 @@ class QuantizedPartition(ThreadedRows):
 
     def _swap_remove(self, row: int) -> None:
         last = self.size - 1
+        if self.coarse is not None:
+            self.coarse.remove(np.asarray([row], dtype=np.intp))
+            if row != last:
+                self.coarse.move(last, row)
         code = int(self.threads[row])
         del self._row_of[code][self.message_ids[row]]
         if row != last:
@@ -183,8 +226,13 @@ class QuantizedPartition(ThreadedRows):
         self.size = last
 
     def _compact(self, rows: Rows) -> None:
-        kept = kept_rows(self.size, rows)
+        self._reorder(kept_rows(self.size, rows))
+
+    def _reorder(self, kept: Rows) -> None:
+        """Rows ``kept`` become rows ``0..len(kept)-1``, in that order; the others are gone."""
         count = int(kept.size)
+        if self.coarse is not None:
+            self.coarse.compact(kept)
         self.codes[:count] = self.codes[kept]
         self.scales[:count] = self.scales[kept]
         self.threads[:count] = self.threads[kept]
