@@ -60,10 +60,15 @@ GRID: dict[str, tuple[Any, ...]] = {
     "date_boost": (1.0, 2.0, 3.0),
     "candidates": (50, 100),
     "thread_boost": (0.0, 0.5, 1.0),
+    "entity_boost": (0.0, 0.5),
+    "feedback_weight": (0.0, 0.1),
+    "thread_diversity": (0.0, 0.05),
+    "neighbour_diversity": (0.0, 0.1),
 }
 """The recall-time constants searched, words only, in this order, each with its small grid
 (kept small: on two shared cores one scoring of a conversation takes seconds). Left at their
-defaults: ``bm25_k1`` (1.2), ``context_reach`` (2) and the fusion settings."""
+defaults: ``bm25_k1`` (1.2), ``context_reach`` (2), ``feedback_docs`` (3), ``feedback_terms`` (10)
+and the fusion settings. Every constant's grid holds its "off" value (0) where it has one."""
 
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
     "vector_weight": (0.4, 0.6, 0.8, 1.0),

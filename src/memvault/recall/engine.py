@@ -6,7 +6,7 @@
    matches, scored by meaning (:mod:`memvault.recall.vectors`); a vector search that fails is
    logged and skipped.
 3. Fusion (:mod:`memvault.recall.fusion`), the thread prior (:mod:`memvault.recall.threads`),
-   thresholds, the ``top_k`` best.
+   thresholds, the ``top_k`` best, spread over threads (:mod:`memvault.recall.diversity`).
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
    oldest first, without tool calls or results whose other half is not recalled too
    (:func:`memvault.rules.history.pair_tool_parts`), merged with the window
@@ -24,6 +24,7 @@ from memvault.errors import ValidationError
 from memvault.model import Message, SearchHit, valid_id
 from memvault.recall import merge as merging
 from memvault.recall import vectors
+from memvault.recall.diversity import diversify
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
 from memvault.recall.lexical import hits_by_thread, lexical_candidates, lexical_span, query_terms
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
@@ -126,7 +127,8 @@ async def recall(
     if ranked and options.relative_threshold > 0:
         floor = ranked[0][1] * options.relative_threshold
         ranked = [item for item in ranked if item[1] >= floor]
-    ranked = ranked[: options.top_k]
+    ranked = diversify(ranked, messages, options.top_k, thread_penalty=options.thread_diversity,
+                       neighbour_penalty=options.neighbour_diversity)
 
     contexts = await _neighbours(reader, [key for key, _ in ranked], messages, options.message_range)
     hits: list[RecallHit] = []

@@ -21,15 +21,17 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memvault.model import Message, SearchHit
+from memvault.recall import feedback
 from memvault.recall.dates import Span, query_dates
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.types import Key
 from memvault.rules.words import (
+    ASCII_WORD,
     STOP_WORDS,
     fold,
     index_text,
@@ -167,18 +169,47 @@ async def lexical_candidates(
     by_thread = hits_by_thread(found)
     if not terms or not by_thread:
         return LexicalResult({}, {})
-    window, reach = options.context_window, options.context_reach
     threads = await reader.around(by_thread, lexical_span(options))
-
-    # per message: its length and the counts of the query's terms
-    weights = [options.context_decay ** d for d in range(window + 1)]
-    pool: list[tuple[Message, list[float], float]] = []  # message, smoothed counts, smoothed length
     matcher = _TermMatcher(terms)
+    pool = _pool(threads, by_thread, lambda m: matcher.counts(_document(m, options)), len(terms), options)
+    scores = _bm25(pool, _term_weights(query, terms, options.entity_boost), options)
+    if options.feedback_weight and pool:
+        scores = _with_feedback(pool, scores, threads, by_thread, terms, options)
+
+    query_words = {term[0] for term in terms if len(term) == 1}
+    spans = query_dates(query) if options.date_boost else []
+    candidates: dict[Key, Candidate] = {}
+    for (message, _, _), score in zip(pool, scores, strict=True):
+        if score <= 0 or message.thread_id is None:
+            continue
+        score *= _priors(message, query_words, spans, options)
+        if options.min_lexical_score is not None and score < options.min_lexical_score:
+            continue
+        candidates[(message.thread_id, message.id)] = Candidate(message, score)
+    return LexicalResult(candidates, threads)
+
+
+Pool = list[tuple[Message, list[float], float]]
+"""The scored messages: each with its smoothed term counts and its smoothed length."""
+
+
+def _pool(
+    threads: dict[str, list[Message]],
+    by_thread: dict[str, list[str]],
+    count: Callable[[Message], tuple[dict[int, int], int]],
+    n_terms: int,
+    options: RecallOptions,
+) -> Pool:
+    """The full-text hits and their ``context_reach`` nearest neighbours, each with its context
+    document's term counts (``count``: a message's own term counts and length) and length."""
+    window, reach = options.context_window, options.context_reach
+    weights = [options.context_decay ** d for d in range(window + 1)]
+    pool: Pool = []
     for name, messages in threads.items():
         counts: list[dict[int, int]] = []
         lengths: list[int] = []
         for message in messages:
-            term_counts, size = matcher.counts(_document(message, options))
+            term_counts, size = count(message)
             counts.append(term_counts)
             lengths.append(size)
         wanted = set(by_thread[name])
@@ -189,7 +220,7 @@ async def lexical_candidates(
         # around a member are its true neighbours in the thread (see get_messages).
         last = len(messages)
         for j in members:
-            tf = [0.0] * len(terms)
+            tf = [0.0] * n_terms
             length = 0.0
             for k in range(max(0, j - window), min(last, j + window + 1)):  # in thread order
                 w = weights[abs(k - j)]
@@ -197,29 +228,70 @@ async def lexical_candidates(
                 for t, c in counts[k].items():
                     tf[t] += w * c
             pool.append((messages[j], tf, length))
+    return pool
 
+
+def _bm25(pool: Pool, weights: Sequence[float], options: RecallOptions) -> list[float]:
+    """Each pool member's BM25 score over its context document, term t counting
+    ``weights[t]``; inverse document frequencies and the mean length estimated on the pool."""
     n = len(pool)
+    if not n:
+        return []
     average = sum(length for _, _, length in pool) / n or 1.0
-    having = [0] * len(terms)
+    having = [0] * len(weights)
     for _, tf, _ in pool:
         for t, f in enumerate(tf):
             if f > 0:
                 having[t] += 1
-    idf = [math.log((n - h + 0.5) / (h + 0.5) + 1.0) for h in having]
+    idf = [w * math.log((n - h + 0.5) / (h + 0.5) + 1.0) for w, h in zip(weights, having, strict=True)]
     k1, b = options.bm25_k1, options.bm25_b
-    query_words = {term[0] for term in terms if len(term) == 1}
-    spans = query_dates(query) if options.date_boost else []
-    candidates: dict[Key, Candidate] = {}
-    for message, tf, length in pool:
+    scores = []
+    for _, tf, length in pool:
         norm = k1 * (1.0 - b + b * length / average)
-        score = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in enumerate(tf) if f > 0)
-        if score <= 0 or message.thread_id is None:
-            continue
-        score *= _priors(message, query_words, spans, options)
-        if options.min_lexical_score is not None and score < options.min_lexical_score:
-            continue
-        candidates[(message.thread_id, message.id)] = Candidate(message, score)
-    return LexicalResult(candidates, threads)
+        scores.append(sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in enumerate(tf) if f > 0))
+    return scores
+
+
+def _with_feedback(
+    pool: Pool,
+    scores: list[float],
+    threads: dict[str, list[Message]],
+    by_thread: dict[str, list[str]],
+    terms: list[tuple[str, ...]],
+    options: RecallOptions,
+) -> list[float]:
+    """``scores`` plus ``feedback_weight`` times the pool's BM25 scores for the expansion terms
+    (:func:`memvault.recall.feedback.expansion`), scaled to the same best score."""
+    own = [_TOKENS.get(index_text(message)) for message, _, _ in pool]
+    expansion = feedback.expansion(own, scores, terms, options.feedback_docs, options.feedback_terms)
+    if not expansion:
+        return scores
+    wanted = [word for word, _ in expansion]
+
+    def count(message: Message) -> tuple[dict[int, int], int]:
+        toks = _TOKENS.get(index_text(message))
+        found = Counter(toks)
+        return {t: c for t, word in enumerate(wanted) if (c := found[word])}, len(toks)
+
+    extra = _bm25(_pool(threads, by_thread, count, len(wanted), options), [w for _, w in expansion], options)
+    top, top_extra = max(scores), max(extra)
+    if top <= 0 or top_extra <= 0:
+        return scores
+    scale = options.feedback_weight * top / top_extra
+    return [score + scale * more for score, more in zip(scores, extra, strict=True)]
+
+
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'-]*", re.UNICODE)
+"""A capitalised word that does not start the text or a sentence: a name ("Caroline", "Sweden")."""
+
+
+def _term_weights(query: str, terms: list[tuple[str, ...]], boost: float) -> list[float]:
+    """Each query term's weight: ``1 + boost`` for a name (:data:`_NAME`), else 1."""
+    if not boost:
+        return [1.0] * len(terms)
+    names = {stem(word) for match in _NAME.finditer(query.strip())
+             for word in ASCII_WORD.findall(fold(match.group(0)))}
+    return [1.0 + boost if len(term) == 1 and term[0] in names else 1.0 for term in terms]
 
 
 def _document(message: Message, options: RecallOptions) -> str:

@@ -79,9 +79,22 @@ class RecallOptions:
     - ``date_boost`` (default 2.0): when the query names a date ("on 8 May 2023", "in June
       2023", "2023-05-08", "in 2022", or a month alone, "in June": that month of any year),
       messages written on that day / in that month / year score ``* (1 + date_boost)``.
+    - ``entity_boost`` (default 0): a query word written with a capital, not at the start of a
+      sentence ("Caroline", "Sweden": a name), counts ``1 + entity_boost`` times in the BM25
+      score. ``0`` turns it off.
     - ``thread_boost`` (default 0): a session-level prior (:mod:`memvault.recall.threads`): each
       hit's fused score ``* (1 + thread_boost * t)``, t its thread's share of the best thread's
       score (the sum of the thread's 3 best candidates). ``0`` turns it off.
+    - ``thread_diversity`` and ``neighbour_diversity`` (default 0 both): spread the ``top_k``
+      over threads and passages (:mod:`memvault.recall.diversity`): picked greedily by
+      ``score * (1 - thread_diversity) ** n * (1 - neighbour_diversity) ** m``, n the hits
+      already taken from the candidate's thread, m those right next to it; a hit's ``score`` is
+      that penalised score. It only reorders: never fewer hits. ``0`` turns each off.
+
+    - ``feedback_weight`` (default 0): pseudo-relevance feedback (:mod:`memvault.recall.feedback`):
+      the ``feedback_terms`` (default 10) words that best characterise the ``feedback_docs``
+      (default 3) best lexical candidates are added to the query, their context BM25 scaled to
+      the query's best score and counted ``feedback_weight`` times. ``0`` turns it off.
 
     **Fusion** of the lexical and vector rankings (when a vector search is given)
 
@@ -142,6 +155,12 @@ class RecallOptions:
     author_in_context: bool = True
     date_boost: float = 2.0
     thread_boost: float = 0.0
+    entity_boost: float = 0.0
+    thread_diversity: float = 0.0
+    neighbour_diversity: float = 0.0
+    feedback_weight: float = 0.0
+    feedback_docs: int = 3
+    feedback_terms: int = 10
 
     fusion: Fusion = "weighted"
     normalization: Normalization = "minmax"
@@ -163,19 +182,23 @@ class RecallOptions:
         _choice("merge", self.merge, MERGE_STRATEGIES)
         _choice("fusion", self.fusion, FUSIONS)
         _choice("normalization", self.normalization, NORMALIZATIONS)
-        for name in ("top_k", "candidates", "vector_candidates", "rrf_k"):
+        for name in ("top_k", "candidates", "vector_candidates", "rrf_k", "feedback_docs",
+                     "feedback_terms"):
             _integer(name, getattr(self, name), minimum=1)
         for name in ("message_range", "context_window", "context_reach", "vector_context_window"):
             _integer(name, getattr(self, name), minimum=0)
         if self.last_n is not None:
             _integer("last_n", self.last_n, minimum=0)
-        for name in ("author_boost", "date_boost", "thread_boost", "lexical_weight", "bm25_k1"):
+        for name in ("author_boost", "date_boost", "thread_boost", "lexical_weight", "bm25_k1",
+                     "feedback_weight", "entity_boost"):
             _number(name, getattr(self, name), low=0.0)
         if self.vector_weight is not None:
             _number("vector_weight", self.vector_weight, low=0.0)
         _number("context_decay", self.context_decay, low=0.0, high=1.0)
         _number("vector_context_decay", self.vector_context_decay, low=0.0, high=1.0)
         _number("bm25_b", self.bm25_b, low=0.0, high=1.0)
+        _number("thread_diversity", self.thread_diversity, low=0.0, high=1.0)
+        _number("neighbour_diversity", self.neighbour_diversity, low=0.0, high=1.0)
         _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
         for name in ("min_lexical_score", "min_vector_score"):
             value = getattr(self, name)
