@@ -39,7 +39,8 @@ async def test_a_save_runs_on_the_callers_thread_only_at_normal(
     async with memory:
         saved = await memory.save_messages([Message.user("tea")], thread_id="t", resource_id="r")
         assert (_threads_of(seen, "INSERT INTO messages") == {threading.get_ident()}) is on_loop
-        assert _threads_of(seen, "COMMIT") and (threading.get_ident() in _threads_of(seen, "COMMIT")) is on_loop
+        commits = _threads_of(seen, "COMMIT")
+        assert commits and (threading.get_ident() in commits) is on_loop
         assert [m.text for m in await memory.get_messages(thread_id="t", resource_id="r")] == ["tea"]
         assert saved[0].seq == 1
 
@@ -55,7 +56,8 @@ async def test_the_loop_never_checkpoints_the_wal(tmp_path: Path) -> None:
         inline = store._worker.connections()[-1]
         assert inline.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         for i in range(300):  # ~3 pages each: past the threshold
-            await memory.save_messages([Message.user(f"{i} " + "words " * 200)], thread_id="t", resource_id="r")
+            await memory.save_messages([Message.user(f"{i} " + "words " * 200)], thread_id="t",
+                                       resource_id="r")
         await asyncio.sleep(0.2)
         checkpoints = _threads_of(seen, "PRAGMA wal_checkpoint")
         assert checkpoints and threading.get_ident() not in checkpoints
