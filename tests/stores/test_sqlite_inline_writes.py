@@ -6,7 +6,6 @@ fsync)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import threading
 import time
@@ -26,6 +25,10 @@ async def _traced(path: Path, durability: str) -> tuple[Memory, list[tuple[int, 
     for conn in store._worker.connections():
         await store._worker.run(conn.set_trace_callback, lambda s: seen.append((threading.get_ident(), s)))
     return Memory(store), seen
+
+
+def _wal(path: Path) -> int:
+    return Path(f"{path}-wal").stat().st_size
 
 
 def _threads_of(seen: list[tuple[int, str]], prefix: str) -> set[int]:
@@ -63,8 +66,7 @@ async def test_the_loop_never_checkpoints_the_wal(tmp_path: Path) -> None:
         checkpoints = _threads_of(seen, "PRAGMA wal_checkpoint")
         assert checkpoints and threading.get_ident() not in checkpoints
         assert threading.get_ident() in _threads_of(seen, "INSERT INTO messages")
-        wal = os.path.getsize(f"{path}-wal")
-        assert wal <= 2 * WAL_AUTOCHECKPOINT_PAGES * 4120
+        assert _wal(path) <= 2 * WAL_AUTOCHECKPOINT_PAGES * 4120
 
 
 async def test_a_locked_file_sends_the_save_to_the_worker(tmp_path: Path) -> None:
