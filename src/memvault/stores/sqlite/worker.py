@@ -20,7 +20,8 @@ the WAL without syncing it, so the loop waits for no disk; the WAL checkpoints, 
 sync, stay on the worker (after about ``WAL_AUTOCHECKPOINT_PAGES`` pages of such writes), and a
 write that finds the worker busy or the file locked goes to the worker as any other. At
 ``synchronous=FULL`` every commit syncs the WAL, so every write goes to the worker: the loop
-never waits for an fsync.
+never waits for an fsync. An encrypted file (SQLCipher) and ``:memory:`` keep every write on
+the worker too.
 
 The worker runs on a :class:`~memvault.stores.sqlite.cipher.Driver`: the standard library's
 :mod:`sqlite3`, or SQLCipher for an encrypted file, whose connections get the key as their first
@@ -154,7 +155,10 @@ class SqliteWorker:
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
         self._draining = False  # a drain runs or is submitted, or an inline batch runs
-        self._inline = synchronous.upper() != "FULL" and not read_only and not self.memory
+        # small writes on the caller's thread: at NORMAL, on a plain file (an encrypted one would
+        # derive its key a third time on open, for a connection of its own)
+        self._inline = (synchronous.upper() != "FULL" and not read_only and not self.memory
+                        and driver is STDLIB)
         self._inline_conn: sqlite3.Connection | None = None  # writes on the caller's thread
         self._conn_lock = threading.Lock()  # held by whoever uses the writing connections
         self._batches: dict[asyncio.AbstractEventLoop, list[_Job]] = {}  # inline, per loop
