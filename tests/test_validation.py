@@ -25,7 +25,7 @@ from memvault import (
 from memvault.errors import ConfigurationError
 from memvault.stores import default_url
 
-TABLES = ("threads", "messages", "working_memory", "states", "messages_fts_docsize")
+TABLES = ("threads", "messages", "working_memory", "states", "messages_fts_data")
 
 
 def snapshot(path: Path) -> dict[str, list[str]]:

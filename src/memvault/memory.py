@@ -35,6 +35,7 @@ from memvault.model import (
     SearchHit,
     State,
     Summary,
+    TextPart,
     Thread,
     ThreadPage,
     check_json,
@@ -312,6 +313,8 @@ class Memory:
                 f"not be read ({message.unreadable.reason}); it cannot be saved: delete it by id, or "
                 "save a new message with the same id to replace it"
             )
+        if _surely_within(message, self.options.max_message_bytes):
+            return message
         size = len(message.parts_json().encode()) + len(json.dumps(message.metadata).encode())
         if size > self.options.max_message_bytes:
             raise MessageTooLargeError(
@@ -922,3 +925,21 @@ def _semantic_index(
                                needs=("numpy",))
     index: SemanticIndex = semantic.SemanticIndex(store, embedder, vector_index, author_key=author_key)
     return index
+
+
+_TEXT_PART_JSON = len('{"type":"text","text":""},')
+"""The JSON of a text part around its text (and the comma between parts)."""
+
+
+def _surely_within(message: Message, limit: int) -> bool:
+    """Whether a message of text parts and no metadata serializes to at most ``limit`` bytes,
+    known without serializing it: a character takes at most 6 bytes of JSON (``\\u001f``; a
+    code point beyond ASCII at most 4 in UTF-8). ``False`` means: compute the size."""
+    if message.metadata:
+        return False
+    bound = 2 + len("{}")
+    for part in message.parts:
+        if not isinstance(part, TextPart):
+            return False
+        bound += _TEXT_PART_JSON + 6 * len(part.text)
+    return bound <= limit

@@ -316,7 +316,8 @@ PART_VERSIONS: dict[str, int] = {
 ``"v"`` key; a stored part whose ``"v"`` is higher reads as an :class:`UnknownPart`."""
 
 ROW_FORMAT = 1
-"""The newest stored message format this memvault reads: format 1 keeps ``parts`` as a JSON list.
+"""The newest stored message format this memvault reads: format 1 keeps ``parts`` as a JSON list,
+or, for a message of one text part, as that text, a JSON string (the SQLite store's compact form).
 A later format stores an object ``{"format": n, ...}``; a row with ``n`` above this reads as a
 placeholder (:class:`UnreadablePart`)."""
 

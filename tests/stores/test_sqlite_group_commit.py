@@ -15,7 +15,8 @@ from memvault.stores.sqlite import SqliteStore
 async def _open(tmp_path: Path) -> tuple[Memory, list[str]]:
     store = await SqliteStore.open(tmp_path / "g.db")
     statements: list[str] = []
-    await store._worker.run(store._worker.connection().set_trace_callback, statements.append)
+    for conn in store._worker.connections():  # the worker's, and the one of small writes at NORMAL
+        await store._worker.run(conn.set_trace_callback, statements.append)
     return Memory(store), statements
 
 

@@ -158,16 +158,20 @@ def assert_fts_in_step(path: Path) -> int:
     are, the index holds exactly the messages."""
     with raw(path) as conn:
         # messages_fts reads an external-content table through to `messages`, so look at the
-        # index's own rows (docsize), then have FTS5 compare the index with the content table
+        # index's own rows (the documents its tokens are in: every indexed message has its scope
+        # token; the index keeps no docsize table), then have FTS5 compare the index with the
+        # content table
+        conn.execute("CREATE VIRTUAL TABLE temp.fts_instances USING fts5vocab(main, messages_fts, instance)")
+        indexed_rows = "SELECT DISTINCT doc FROM temp.fts_instances"
         (orphans,) = conn.execute(
-            "SELECT count(*) FROM messages_fts_docsize WHERE id NOT IN (SELECT rowid FROM messages)"
+            f"SELECT count(*) FROM ({indexed_rows}) WHERE doc NOT IN (SELECT rowid FROM messages)"
         ).fetchone()
         assert orphans == 0
         conn.execute("BEGIN IMMEDIATE")
         index_pending(conn)
         conn.execute("COMMIT")
         (messages,) = conn.execute("SELECT count(*) FROM messages").fetchone()
-        (indexed,) = conn.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()
+        (indexed,) = conn.execute(f"SELECT count(*) FROM ({indexed_rows})").fetchone()
         assert indexed == messages
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
         conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
@@ -435,3 +439,51 @@ async def test_a_message_stored_once_is_indexed_and_erased_like_any(tmp_path: Pa
         assert await memory.search_messages(resource_id="ada", query="jasmine") == []
         with raw(path) as conn:
             assert conn.execute("SELECT docs FROM search_stats").fetchall() == []
+
+
+# -- migration 12: a plain text message's parts as a JSON string, an index without docsize ----
+
+
+def parts_of(path: Path) -> dict[str, str]:
+    with raw(path) as conn:
+        return dict(conn.execute("SELECT id, parts FROM messages").fetchall())
+
+
+async def test_migration_12_stores_plain_parts_as_a_string_and_search_is_unchanged(tmp_path: Path) -> None:
+    """An old file's messages of one text part get their text as a JSON string for ``parts``
+    (others keep their list), without dropping their vectors or summaries; the index is rebuilt
+    without docsize, stays in step, and search finds and scores as in a new file."""
+    path = tmp_path / "v11.db"
+    build_version_7(path)
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=11) == 7
+        conn.execute("INSERT INTO embedding_model (model, dimensions) VALUES ('m', 2)")
+        conn.execute("INSERT INTO message_vectors (message_rowid, vector) SELECT rowid, x'0000803f0000803f'"
+                     " FROM messages")
+        conn.execute("INSERT INTO summaries VALUES ('ada', 't1', 'so far', 3, 'p3', 1, 1700000000000000)")
+        conn.execute("COMMIT")
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert version_of(path) == LATEST
+        assert "messages_fts_docsize" not in names(path, "table")
+        stored = parts_of(path)
+        assert {i: json.loads(stored[i]) for i in PLAIN} == PLAIN
+        assert json.loads(stored["two"])[1] == {"type": "text", "text": "tea two"}
+        assert json.loads(stored["tool"])[0]["type"] == "tool-result"
+        with raw(path) as conn:
+            assert conn.execute("SELECT count(*) FROM message_vectors").fetchone() == (len(stored),)
+            assert conn.execute("SELECT count(*) FROM summaries").fetchone() == (1,)
+        assert_fts_in_step(path)
+        queries = ("tea", "cafe", "quoted", "rainy", "noon", "two")
+        migrated = {q: await memory.search_messages(resource_id="ada", query=q) for q in queries}
+        read = await memory.get_messages(thread_id="t1", resource_id="ada")
+        assert {m.id: m.text for m in read if m.id in PLAIN} == PLAIN
+    async with await Memory.open(f"sqlite:///{tmp_path / 'new.db'}") as memory:
+        await memory.save_messages([m.model_copy(update={"seq": None}) for m in read],
+                                   thread_id="t1", resource_id="ada")
+        assert parts_of(tmp_path / "new.db") == stored
+        assert [m.parts for m in await memory.get_messages(thread_id="t1", resource_id="ada")] == [
+            m.parts for m in read]
+        for query, hits in migrated.items():
+            fresh = await memory.search_messages(resource_id="ada", query=query)
+            assert [(h.message.id, h.score) for h in fresh] == [(h.message.id, h.score) for h in hits]

@@ -336,8 +336,9 @@ async def _in_lanes(
 
 
 def _parts(text: str) -> str:
-    """A text message's parts exactly as memvault stores them (``Message.parts_json``)."""
-    return json.dumps([{"type": "text", "text": text}], ensure_ascii=False, separators=(",", ":"))
+    """A text message's parts exactly as memvault's SQLite store keeps them (``stored_parts``:
+    the text as a JSON string)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _body(text: str) -> str | bytes:

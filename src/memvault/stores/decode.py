@@ -159,11 +159,14 @@ def decode_part(raw: Any, index: int) -> Part:
 
 
 def decode_parts(stored: Any) -> list[Part]:
-    """The stored ``parts`` column (row format 1: a JSON list; later formats an object with a
+    """The stored ``parts`` column (row format 1: a JSON list, or a JSON string for a message
+    of one text part, the SQLite store's compact form; later formats an object with a
     ``"format"`` number)."""
     if not isinstance(stored, str):
         raise Unreadable(f"parts is a {type(stored).__name__}, not text")
     value = _loads(stored, "parts")
+    if isinstance(value, str):
+        return [trusted(TextPart, {"type": "text", "text": value})]
     if isinstance(value, dict):
         version = value.get("format")
         if isinstance(version, int) and not isinstance(version, bool) and version > ROW_FORMAT:

@@ -8,6 +8,7 @@ transaction: seqs are total, gap-free and never reused. Lists of ids are bound i
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -31,8 +32,19 @@ def prepare(message: Message) -> Prepared:
     """``message`` with the columns it is saved as (built on the caller's thread)."""
     text = message.parts[0].text if len(message.parts) == 1 and isinstance(
         message.parts[0], TextPart) else None
-    return (message, message.parts_json(), rows.dumps(message.metadata),
+    return (message, stored_parts(message, text), rows.dumps(message.metadata),
             stored_body(text, index_text(message)))
+
+
+def stored_parts(message: Message, text: str | None) -> str:
+    """The ``parts`` column of ``message``, ``text`` being the text of its single text part
+    (``None`` otherwise): that text as a JSON string (28 bytes fewer than a list of one part
+    object; :func:`memvault.stores.decode.decode_parts` reads both), else
+    :meth:`~memvault.model.Message.parts_json`."""
+    return message.parts_json() if text is None else _json_text(text)
+
+
+_json_text = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def stored_body(text: str | None, index: str) -> str | bytes:

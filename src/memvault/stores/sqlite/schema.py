@@ -17,7 +17,10 @@ differs from the text by ASCII case alone (most messages), a BLOB marker holding
 length in decimal digits (:func:`same_as_text`, migration 8): the text is then stored once, in
 ``parts``, and indexed from there (FTS5's tokenizer folds case itself, so the tokens are the
 same), and its length in characters (:data:`BODY_CHARS_SQL`, for the search statistics) is read
-without parsing the JSON.
+without parsing the JSON. The ``parts`` of a message of one text part is that text as a JSON
+string (:func:`memvault.stores.sqlite.messages.stored_parts`, migration 12), any other message's
+a JSON list of parts. The index keeps no per-message token counts (``columnsize=0``): search
+scores from ``search_stats`` and the ``body`` lengths, never from FTS5's own statistics.
 
 Message vectors (``message_vectors``, float32 BLOBs keyed by the message's rowid) are derived
 data too: triggers delete a message's vector with the message, or when its text changes (it is
@@ -42,11 +45,13 @@ def same_as_text(text: str) -> bytes:
     return str(len(text)).encode()
 
 
-BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CASE WHEN json_valid({row}.parts)"
-            " THEN json_extract({row}.parts, '$[0].text') ELSE '' END ELSE {row}.body END")
+BODY_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CASE WHEN NOT json_valid({row}.parts) THEN ''"
+            " WHEN json_type({row}.parts) = 'text' THEN json_extract({row}.parts, '$')"
+            " ELSE json_extract({row}.parts, '$[0].text') END ELSE {row}.body END")
 """A message's indexed text, in SQL (``{row}``: a table name or alias): ``body``, or the text of
-its single text part when ``body`` is a :func:`same_as_text` marker (``''`` if the parts are
-damaged, whenever it is read: what is indexed is what is deleted from the index)."""
+its single text part when ``body`` is a :func:`same_as_text` marker, read from ``parts`` in
+either of its forms (a JSON string, :func:`stored_parts`, or a list of one part; ``''`` if the
+parts are damaged, whenever it is read: what is indexed is what is deleted from the index)."""
 
 BODY_CHARS_SQL = ("CASE WHEN typeof({row}.body) = 'blob' THEN CAST(CAST({row}.body AS TEXT) AS INTEGER)"
                   " ELSE length({row}.body) END")
@@ -62,6 +67,43 @@ def scope_token(resource_id: str) -> str:
     isolation: searches also filter on ``resource_id``)."""
     return "s" + resource_id.encode("utf-8").hex() + "0"
 
+
+VECTORS_UPDATE_TRIGGER = """
+    CREATE TRIGGER messages_vectors_update AFTER UPDATE OF parts ON messages
+    WHEN old.parts IS NOT new.parts BEGIN
+        DELETE FROM message_vectors WHERE message_rowid = old.rowid;
+    END;
+"""
+"""A message's vector goes when its parts change (migrations 3 and 12)."""
+
+SUMMARY_UPDATE_TRIGGER = """
+    CREATE TRIGGER messages_summary_update AFTER UPDATE OF parts ON messages
+    WHEN old.parts IS NOT new.parts BEGIN
+        DELETE FROM summaries WHERE resource_id = old.resource_id AND thread_id = old.thread_id
+            AND through_seq >= old.seq;
+    END;
+"""
+"""A summary goes when the parts of a message it covers change (migrations 4 and 12)."""
+
+FTS_SOURCE_AND_TRIGGERS = f"""
+    CREATE VIEW messages_fts_source AS
+        SELECT rowid AS row_id, {BODY_SQL.format(row='messages')} AS body,
+            {SCOPE_SQL.format(row='messages')} AS scope FROM messages;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+    END;
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
+        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
+        INSERT INTO messages_fts (rowid, body, scope)
+        VALUES (new.rowid, {BODY_SQL.format(row='new')}, {SCOPE_SQL.format(row='new')});
+    END;
+"""
+"""The full-text index's source view (:data:`BODY_SQL`, :data:`SCOPE_SQL`) and the triggers that
+keep indexed rows right (migrations 11 and 12)."""
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: threads and messages, with full-text search
@@ -140,11 +182,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER messages_vectors_delete AFTER DELETE ON messages BEGIN
         DELETE FROM message_vectors WHERE message_rowid = old.rowid;
     END;
-    CREATE TRIGGER messages_vectors_update AFTER UPDATE OF parts ON messages
-    WHEN old.parts IS NOT new.parts BEGIN
-        DELETE FROM message_vectors WHERE message_rowid = old.rowid;
-    END;
-    """,
+    """ + VECTORS_UPDATE_TRIGGER,
     # 4: each thread's running summary (derived data: gone when a summarised message is)
     """
     CREATE TABLE summaries (
@@ -161,12 +199,7 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM summaries WHERE resource_id = old.resource_id AND thread_id = old.thread_id
             AND through_seq >= old.seq;
     END;
-    CREATE TRIGGER messages_summary_update AFTER UPDATE OF parts ON messages
-    WHEN old.parts IS NOT new.parts BEGIN
-        DELETE FROM summaries WHERE resource_id = old.resource_id AND thread_id = old.thread_id
-            AND through_seq >= old.seq;
-    END;
-    """,
+    """ + SUMMARY_UPDATE_TRIGGER,
     # 5: the full-text index gets a second column, each message's resource as one token
     # (SCOPE_SQL), so that a search intersects with its resource's rows instead of matching the
     # whole store and filtering; and the index's term statistics (fts5vocab), read by search.
@@ -318,21 +351,7 @@ MIGRATIONS: tuple[str, ...] = (
         AND typeof(json_extract(parts, '$[0].text')) = 'text'
         AND length(body) = length(json_extract(parts, '$[0].text'))
         AND body = lower(json_extract(parts, '$[0].text'));
-    CREATE VIEW messages_fts_source AS
-        SELECT rowid AS row_id, {BODY_SQL.format(row='messages')} AS body,
-            {SCOPE_SQL.format(row='messages')} AS scope FROM messages;
-    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
-        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
-    END;
-    CREATE TRIGGER messages_fts_update AFTER UPDATE OF body, parts, resource_id ON messages
-    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, body, scope)
-        VALUES ('delete', old.rowid, {BODY_SQL.format(row='old')}, {SCOPE_SQL.format(row='old')});
-        INSERT INTO messages_fts (rowid, body, scope)
-        VALUES (new.rowid, {BODY_SQL.format(row='new')}, {SCOPE_SQL.format(row='new')});
-    END;
+    {FTS_SOURCE_AND_TRIGGERS}
     DELETE FROM search_stats;
     INSERT INTO search_stats (resource_id, docs, chars)
         SELECT resource_id, count(*), sum({BODY_CHARS_SQL.format(row='messages')}) FROM messages
@@ -353,6 +372,34 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
     """,
+    # 12: fewer bytes per message. The parts of a message of one text part are stored as that
+    # text, a JSON string (28 bytes fewer than a list of one part object: stored_parts; both
+    # forms are read). The full-text index is rebuilt without its per-message token counts
+    # (columnsize=0: search scores from search_stats and the body lengths, never from FTS5's
+    # own statistics). Rewriting the parts changes no text, so the triggers that drop a
+    # message's vector and summaries when its parts change are off while it runs.
+    f"""
+    DROP TRIGGER messages_fts_delete;
+    DROP TRIGGER messages_fts_update;
+    DROP TRIGGER messages_vectors_update;
+    DROP TRIGGER messages_summary_update;
+    DROP VIEW messages_fts_source;
+    DROP TABLE messages_fts;
+    UPDATE messages SET parts = json_quote(json_extract(parts, '$[0].text'))
+    WHERE json_valid(parts) AND json_type(parts) = 'array' AND json_array_length(parts) = 1
+        AND json_type(parts, '$[0]') = 'object'
+        AND json_extract(parts, '$[0].type') = 'text'
+        AND json_type(parts, '$[0].text') = 'text'
+        AND (SELECT count(*) FROM json_each(parts, '$[0]')) = 2;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        body, scope, content='messages_fts_source', content_rowid='row_id',
+        tokenize='{TOKENIZE}', columnsize=0
+    );
+    {FTS_SOURCE_AND_TRIGGERS}
+    INSERT INTO messages_fts (rowid, body, scope)
+        SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}
+        FROM messages WHERE rowid <= (SELECT indexed_upto FROM messages_fts_progress) ORDER BY rowid;
+    """ + VECTORS_UPDATE_TRIGGER + SUMMARY_UPDATE_TRIGGER,
 )
 
 LATEST = len(MIGRATIONS)

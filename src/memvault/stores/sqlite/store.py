@@ -88,6 +88,9 @@ _EXPIRE_MESSAGES = erasing(_retention.expire_messages)
 SMALL_READ = 200
 """A read of at most this many newest or oldest messages (a history window) runs on the caller's
 thread (:meth:`SqliteWorker.read_small`)."""
+SMALL_WRITE = 256 * 1024
+"""A save of at most this many characters of parts, metadata and index text (a turn's messages)
+may run on the caller's thread (:meth:`SqliteWorker.write_small`)."""
 INDEX_BATCH = 512
 """New messages are full-text indexed in batches of about this many (and before any search)."""
 
@@ -210,7 +213,12 @@ class SqliteStore(SqliteGraph):
         self, resource_id: str, thread_id: str, messages: Sequence[Message]
     ) -> list[Message]:
         prepared = [_messages.prepare(m) for m in messages]
-        seqs = await self._write(_messages.save_messages, resource_id, thread_id, prepared)
+        size = sum(len(p[1]) + len(p[2]) + len(p[3]) for p in prepared)
+        if size <= SMALL_WRITE:  # on the caller's thread when the worker is idle, at NORMAL
+            seqs = await self._worker.write_small(
+                _messages.save_messages, resource_id, thread_id, prepared, size=size)
+        else:
+            seqs = await self._write(_messages.save_messages, resource_id, thread_id, prepared)
         self._unindexed += len(prepared)
         if self._unindexed >= INDEX_BATCH:
             self._unindexed = 0

@@ -11,6 +11,18 @@ commit.
 The whole transaction is retried when another process holds the file ("database is locked"),
 until ``busy_timeout`` runs out; the caller never sees "locked" before then.
 
+At ``synchronous=NORMAL`` a small write (a turn's messages, :meth:`SqliteWorker.write_small`)
+skips the hand-off to the worker thread when the worker is idle: the writes a loop submits in
+one iteration of its event loop are gathered and run in one transaction right on the loop's
+thread (group commit still works: concurrent conversations share it), through a second writing
+connection that never checkpoints and never waits long for a lock. A commit at NORMAL writes
+the WAL without syncing it, so the loop waits for no disk; the WAL checkpoints, which copy and
+sync, stay on the worker (after about ``WAL_AUTOCHECKPOINT_PAGES`` pages of such writes), and a
+write that finds the worker busy or the file locked goes to the worker as any other. At
+``synchronous=FULL`` every commit syncs the WAL, so every write goes to the worker: the loop
+never waits for an fsync. An encrypted file (SQLCipher) and ``:memory:`` keep every write on
+the worker too.
+
 The worker runs on a :class:`~memvault.stores.sqlite.cipher.Driver`: the standard library's
 :mod:`sqlite3`, or SQLCipher for an encrypted file, whose connections get the key as their first
 statement (:mod:`memvault.stores.sqlite.cipher`). A file that cannot be read with the key given
@@ -57,7 +69,7 @@ from memvault.stores.sqlite.schema import register_functions
 
 T = TypeVar("T")
 log = logging.getLogger("memvault.sqlite")
-_INLINE_WAIT = 0.05  # seconds a small read on the caller's thread waits for a busy file
+_INLINE_WAIT = 0.05  # seconds a small read or write on the caller's thread waits for a busy file
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 """Bytes the WAL file is truncated to after a checkpoint that reset it (``journal_size_limit``):
 the log may grow past it while a reader pins it, and shrinks back at the next reset."""
@@ -65,6 +77,16 @@ WAL_AUTOCHECKPOINT_PAGES = 1000
 """A commit that leaves the WAL longer than this many pages runs a passive checkpoint
 (``wal_autocheckpoint``, SQLite's default, set explicitly)."""
 Body = Callable[..., Any]
+PAGE = 4096
+"""SQLite's default page size, for estimating what a write adds to the WAL."""
+
+
+def wal_pages(size: int) -> int:
+    """An upper estimate of the WAL pages a small write of ``size`` bytes of row data adds: its
+    rows (twice over, for free space and the index's entries) and the few pages every save
+    dirties (the thread's row and index entry, the messages' two unique indexes, the rowid
+    counter, the header)."""
+    return 8 + 2 * size // PAGE
 
 
 def text_of(raw: bytes) -> str:
@@ -97,6 +119,15 @@ def _settle_all(settled: list[tuple[_Job, tuple[bool, Any]]]) -> None:
             job.future.set_exception(value)
 
 
+def _settle_threadsafe(settled: list[tuple[_Job, tuple[bool, Any]]]) -> None:
+    """:func:`_settle_all` from any thread: on each caller's loop, one wake-up per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, tuple[bool, Any]]]] = {}
+    for job, outcome in settled:
+        by_loop.setdefault(job.loop, []).append((job, outcome))
+    for loop, part in by_loop.items():
+        loop.call_soon_threadsafe(_settle_all, part)
+
+
 class SqliteWorker:
     """Owns the connection; ``read`` and ``write`` run a body ``fn(conn, *args)`` on it."""
 
@@ -123,7 +154,15 @@ class SqliteWorker:
         self._reader_lock = threading.Lock()
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
-        self._draining = False
+        self._draining = False  # a drain runs or is submitted, or an inline batch runs
+        # small writes on the caller's thread: at NORMAL, on a plain file (an encrypted one would
+        # derive its key a third time on open, for a connection of its own)
+        self._inline = (synchronous.upper() != "FULL" and not read_only and not self.memory
+                        and driver is STDLIB)
+        self._inline_conn: sqlite3.Connection | None = None  # writes on the caller's thread
+        self._conn_lock = threading.Lock()  # held by whoever uses the writing connections
+        self._batches: dict[asyncio.AbstractEventLoop, list[_Job]] = {}  # inline, per loop
+        self._unchecked_pages = 0  # WAL pages inline writes added since the last checkpoint
         self._closed = False  # set by close(): every later call raises StoreClosedError
 
     async def start(self, setup: Body) -> None:
@@ -158,10 +197,15 @@ class SqliteWorker:
         if self._closed:
             raise StoreClosedError()
         try:
-            future = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            future = asyncio.get_running_loop().run_in_executor(self._executor, self._locked, fn, *args)
         except RuntimeError as exc:  # the executor shut down meanwhile (a close in another thread)
             raise StoreClosedError() from exc
         return await future
+
+    def _locked(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` holding the writing connections (no inline write runs meanwhile)."""
+        with self._conn_lock:
+            return fn(*args)
 
     def _connect_steps(self, setup: Body) -> None:
         if not self.memory and not self.read_only:
@@ -190,6 +234,12 @@ class SqliteWorker:
         self._reader = self._open(_INLINE_WAIT)
         self._reader.execute("PRAGMA query_only = ON")
         self._reader.execute("PRAGMA secure_delete = ON")
+        if self._inline:
+            inline = self._inline_conn = self._open(_INLINE_WAIT)
+            inline.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+            inline.execute("PRAGMA wal_autocheckpoint = 0")  # the worker checkpoints
+            inline.execute(f"PRAGMA synchronous = {self.synchronous}")
+            inline.execute("PRAGMA secure_delete = ON")
         # SQLCipher derives a passphrase's key on a connection's first read: here, not in the
         # first history read (tens of milliseconds)
         self._retry(self._reader.execute, "SELECT count(*) FROM sqlite_master")
@@ -310,6 +360,94 @@ class SqliteWorker:
         self._enqueue(_Job(body, args, future, loop))
         return await future
 
+    async def write_small(self, body: Callable[..., T], *args: Any, size: int) -> T:
+        """:meth:`write` for a small write (``size``: about how many bytes of rows it writes),
+        run on the caller's thread when the worker is idle and the durability is NORMAL (see
+        the module docstring): the writes this loop submits before it next runs its callbacks
+        share one transaction. Same semantics as :meth:`write`."""
+        if not self._inline:
+            return await self.write(body, *args)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError()
+            batch = self._batches.get(loop)
+            if batch is None:
+                batch = self._batches[loop] = []
+                loop.call_soon(self._flush, loop)
+            batch.append(_Job(body, args, future, loop))
+        self._unchecked_pages += wal_pages(size)
+        return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run ``loop``'s gathered small writes in one transaction on this thread when the
+        worker is idle; else (or when the file is locked) queue them for the worker."""
+        with self._lock:
+            jobs = self._batches.pop(loop, [])
+            idle = (jobs and not self._closed and not self._draining and not self._queue
+                    and self._inline_conn is not None and self._conn_lock.acquire(blocking=False))
+            if not idle:
+                self._queue_jobs(jobs)
+                return
+            self._draining = True  # writes submitted meanwhile wait for the drain started below
+        outcomes: list[tuple[bool, Any]] | None = None
+        try:
+            outcomes = self._inline_transaction(jobs)
+        finally:
+            self._conn_lock.release()
+            with self._lock:
+                if outcomes is None:  # the file is busy: the worker waits for it, not the loop
+                    self._queue[:0] = jobs
+                self._draining = False
+                waiting, self._queue = self._queue, []
+                self._queue_jobs(waiting)
+        if outcomes is not None:
+            _settle_all(list(zip(jobs, outcomes, strict=True)))
+        if self._unchecked_pages >= WAL_AUTOCHECKPOINT_PAGES:
+            self._unchecked_pages = 0
+            with self._lock:
+                if not self._closed:
+                    self._executor.submit(self._locked, self._checkpoint_passive)
+
+    def _inline_transaction(self, jobs: list[_Job]) -> list[tuple[bool, Any]] | None:
+        """:meth:`_transaction` on the inline connection, once; ``None`` when the file is busy
+        (another process writes, or a checkpoint waits), so the worker retries it."""
+        try:
+            return self._transaction([(job.body, job.args) for job in jobs], self._inline_conn)
+        except self.driver.database_error as exc:
+            if self._busy(exc):
+                return None
+            return [(False, store_error(self.path, exc))] * len(jobs)
+        except Exception as exc:
+            return [(False, exc)] * len(jobs)
+
+    def _checkpoint_passive(self) -> None:
+        """Copy the WAL into the file as far as no reader needs it (what ``wal_autocheckpoint``
+        does after a commit), for the inline writes; a failure is logged, the next one retries."""
+        try:
+            self.connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except (self.driver.database_error, StoreClosedError) as exc:
+            log.warning("memvault: a WAL checkpoint of %s failed: %r", self.path, exc)
+
+    def _queue_jobs(self, jobs: list[_Job]) -> None:
+        """Queue ``jobs`` for the worker (under ``_lock``), starting a drain when none runs; once
+        closed, they fail with :class:`StoreClosedError`."""
+        if not jobs:
+            return
+        if self._closed and self._conn is None:
+            _settle_threadsafe([(job, (False, StoreClosedError())) for job in jobs])
+            return
+        self._queue.extend(jobs)
+        if not self._draining:
+            try:
+                self._executor.submit(self._drain)
+            except RuntimeError:  # the executor shut down (closed meanwhile)
+                waiting, self._queue = self._queue, []
+                _settle_threadsafe([(job, (False, StoreClosedError())) for job in waiting])
+                return
+            self._draining = True
+
     def write_later(self, body: Body, *args: Any) -> None:
         """Queue ``body(conn, *args)`` as a write nobody waits for (it joins the next
         transaction; a failure is logged)."""
@@ -344,17 +482,16 @@ class SqliteWorker:
                     return
             bodies = [(job.body, job.args) for job in jobs]
             try:
-                outcomes = self._retry(self._transaction, bodies)
+                outcomes = self._locked(self._retry, self._transaction, bodies)
             except BaseException as exc:  # every caller gets the failure
                 outcomes = [(False, exc)] * len(jobs)
-            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, tuple[bool, Any]]]] = {}
-            for job, outcome in zip(jobs, outcomes, strict=True):
-                by_loop.setdefault(job.loop, []).append((job, outcome))
-            for loop, settled in by_loop.items():  # one wake-up per loop, not per caller
-                loop.call_soon_threadsafe(_settle_all, settled)
+            _settle_threadsafe(list(zip(jobs, outcomes, strict=True)))
 
-    def _transaction(self, bodies: list[tuple[Body, tuple[Any, ...]]]) -> list[tuple[bool, Any]]:
-        """Run the bodies in one transaction; returns (ok, result or error) per body.
+    def _transaction(
+        self, bodies: list[tuple[Body, tuple[Any, ...]]], conn: sqlite3.Connection | None = None
+    ) -> list[tuple[bool, Any]]:
+        """Run the bodies in one transaction (on the worker's connection, or ``conn``); returns
+        (ok, result or error) per body.
 
         A body that raises has its error recorded, the transaction is rolled back and run again
         without it, so the others commit and the failing one leaves nothing behind. (Savepoints
@@ -362,7 +499,7 @@ class SqliteWorker:
         what sharing the transaction saves.)"""
         failed: dict[int, BaseException] = {}
         while True:
-            conn = self.connection()
+            conn = self.connection() if conn is None else conn
             results: dict[int, Any] = {}
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -426,8 +563,9 @@ class SqliteWorker:
                               self.driver.operational_error)
 
     def connections(self) -> list[sqlite3.Connection]:
-        """The open connections (the writer, then the reader), for tests and diagnostics."""
-        return [c for c in (self._conn, self._reader) if c is not None]
+        """The open connections (the writer, the reader, then the inline writer), for tests and
+        diagnostics."""
+        return [c for c in (self._conn, self._reader, self._inline_conn) if c is not None]
 
     async def close(self) -> None:
         """Close the connection once pending work is done (the writes queued before run and
@@ -435,6 +573,10 @@ class SqliteWorker:
         :class:`~memvault.errors.StoreClosedError` at once."""
         with self._lock:
             already, self._closed = self._closed, True
+            if not already:  # gathered small writes run and commit before the connection closes
+                for jobs in self._batches.values():
+                    self._queue_jobs(jobs)
+                self._batches.clear()
         if already:
             return
         if self._conn is not None:
@@ -442,10 +584,14 @@ class SqliteWorker:
         self._executor.shutdown(wait=True)
 
     def _close(self) -> None:
-        with self._reader_lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._conn_lock:
+            with self._reader_lock:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
+            if self._inline_conn is not None:
+                self._inline_conn.close()
+                self._inline_conn = None
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
