@@ -229,18 +229,28 @@ async def _pipelined(
 ) -> T:
     """One run of a :meth:`Database.write_pipelined` body: the whole transaction in one round trip."""
     progress.committing = True  # COMMIT goes with the statements
+    async with pipelined_transaction(conn):
+        fetch = await body(conn, *args, **kwargs)
+    return await fetch()
+
+
+@asynccontextmanager
+async def pipelined_transaction(conn: Conn) -> AsyncIterator[None]:
+    """A transaction of the statements the block sends, in one network round trip: ``BEGIN``,
+    the statements and ``COMMIT`` are sent together when the block ends (pipeline mode), so
+    the block must not read a result (read them after it). A statement that fails, or an
+    exception in the block, rolls the whole transaction back and is raised."""
     try:
         # BEGIN and COMMIT as plain statements: conn.transaction() would sync the pipeline
-        # (a round trip) after BEGIN and again after the body
+        # (a round trip) after BEGIN and again after the block
         async with conn.pipeline():
             await conn.execute("BEGIN")
-            fetch = await body(conn, *args, **kwargs)
+            yield
             await conn.execute("COMMIT")
-    except psycopg.Error:
+    except Exception:
         if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
             await conn.execute("ROLLBACK")  # a failed statement left the transaction open
         raise
-    return await fetch()
 
 
 def reason(exc: Exception) -> str:
