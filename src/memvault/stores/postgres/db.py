@@ -19,6 +19,10 @@ a network fault) is discarded and the call goes on with another connection, tran
   see :mod:`~.ops`) is run again; any other raises :class:`~memvault.errors.StoreError` saying
   that it may or may not have been applied. It is never partly written.
 
+A write can also be *pipelined* (:meth:`Database.write_pipelined`, a save of messages):
+``BEGIN``, its statements and ``COMMIT`` go to the server in one network round trip instead of
+one each; it is idempotent, so a connection lost during that round trip runs it again.
+
 A call that meets lost connections more than ``max_size + 1`` times in a row raises StoreError.
 The connections say ``application_name=memvault`` unless the URL names another.
 
