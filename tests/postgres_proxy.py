@@ -4,8 +4,10 @@ A real network fault, with nothing in memvault's code to help it: the proxy forw
 ``COMMIT`` to the server, waits for the server's answer (so the transaction is committed, or
 not, for real), then closes both connections instead of passing the answer on. The client sees
 its connection lost during ``COMMIT``: the one case where it cannot know whether its write was
-applied. Arm it with :meth:`CommitAnswerThief.arm`; the command tags it withheld (``COMMIT``,
-or ``ROLLBACK`` for a transaction the server refused to commit) are in ``stolen``.
+applied. A pipelined ``COMMIT`` (sent with the statements before it) is caught too: the
+answers to those statements pass, the ``COMMIT``'s does not. Arm it with
+:meth:`CommitAnswerThief.arm`; the command tags it withheld (``COMMIT``, or ``ROLLBACK`` for a
+transaction the server refused to commit) are in ``stolen``.
 
 It speaks just enough of the PostgreSQL wire protocol to find message boundaries, so clients
 must connect without TLS or GSS encryption (``sslmode=disable&gssencmode=disable``, which
@@ -23,6 +25,13 @@ from postgres_server import with_params
 
 COMMIT = b"Q" + (4 + len(b"COMMIT\x00")).to_bytes(4, "big") + b"COMMIT\x00"
 """A simple-protocol ``COMMIT``, as psycopg sends it when a transaction block ends."""
+_ENDS = (b"COMMIT", b"ROLLBACK")
+
+
+def _is_commit(message: bytes) -> bool:
+    """A ``COMMIT``: the simple-protocol one, or the ``Parse`` of an unnamed one, as psycopg
+    sends it in pipeline mode (after the transaction's statements, in the same round trip)."""
+    return message == COMMIT or (message[:1] == b"P" and message[5:].startswith(b"\x00COMMIT\x00"))
 
 
 @dataclass
@@ -88,7 +97,7 @@ class CommitAnswerThief:
             while True:
                 head = await reader.readexactly(5)
                 message = head + await reader.readexactly(int.from_bytes(head[1:], "big") - 4)
-                if message == COMMIT and self.armed:
+                if _is_commit(message) and self.armed:
                     self.armed -= 1
                     session.losing = True
                 writer.write(message)
@@ -101,8 +110,9 @@ class CommitAnswerThief:
             while True:
                 head = await reader.readexactly(5)
                 message = head + await reader.readexactly(int.from_bytes(head[1:], "big") - 4)
-                if session.losing and message[:1] == b"C":  # CommandComplete: the COMMIT's tag
-                    self.stolen.append(message[5:].rstrip(b"\x00"))
+                tag = message[5:].rstrip(b"\x00")
+                if session.losing and message[:1] == b"C" and tag in _ENDS:  # the COMMIT's answer
+                    self.stolen.append(tag)
                     upstream.transport.abort()
                     writer.transport.abort()
                     return

@@ -68,3 +68,36 @@ async def test_around_a_message(api: httpx.AsyncClient) -> None:
 async def test_around_is_the_window_of_the_thread(api: httpx.AsyncClient, at: int, radius: int) -> None:
     expected = [f"m{i:02d}" for i in range(max(1, at - radius), min(COUNT, at + radius) + 1)]
     assert await ids(api, around=f"m{at:02d}", range=radius) == expected
+
+
+async def test_a_thread_with_messages_is_one_store_read_and_others_are_404_as_before(
+    api: httpx.AsyncClient, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The messages are read with the caller's resource, so they prove the thread is its own: no
+    ``get_thread`` first. Only an empty answer asks whether the thread exists."""
+    calls: list[str] = []
+    for name in ("get_thread", "get_messages"):
+        original = getattr(memory.store, name)
+
+        async def spy(*args: object, _name: str = name, _original: object = original, **kw: object) -> object:
+            calls.append(_name)
+            return await _original(*args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(memory.store, name, spy)
+    assert await ids(api, last_n=2) == ["m11", "m12"]
+    assert await ids(api, around="m05", range=1) == ["m04", "m05", "m06"]
+    assert calls == ["get_messages", "get_messages"]
+    await memory.create_thread(thread_id="empty", resource_id="ada")
+    await memory.save_messages([{"id": "b", "role": "user", "parts": [{"type": "text", "text": "x"}]}],
+                               thread_id="bobs", resource_id="bob")
+    empty = await api.get("/v1/threads/empty/messages", params={"last_n": 20})
+    assert empty.status_code == 200 and empty.json()["messages"] == []
+    missing = await api.get("/v1/threads/nope/messages", params={"last_n": 20})
+    assert missing.status_code == 404
+    for path, params in (("bobs", {"last_n": 20}), ("bobs", {"after": "b"}), ("bobs", {"around": "b"}),
+                         ("nope", {"after": "m01"}), ("nope", {"around": "m01"}),
+                         ("nope", {"around": "m01", "last_n": 2})):
+        foreign = await api.get(f"/v1/threads/{path}/messages", params=params)
+        assert (foreign.status_code, foreign.json()) == (404, missing.json()), (path, params)
+    t1_missing_message = await api.get("/v1/threads/t1/messages", params={"around": "b"})
+    assert t1_missing_message.status_code == 404 and t1_missing_message.json() != missing.json()

@@ -194,6 +194,30 @@ def test_concurrent_saves_into_one_thread_get_seqs_1_to_800(server: str, schemas
         assert worker_seqs == sorted(worker_seqs)  # a worker's own messages stay in its order
 
 
+async def test_concurrent_saves_of_the_same_ids_store_each_once_without_gaps(memory: Any) -> None:
+    """Saves of overlapping ids on many connections at once: a save finds the ids the thread has
+    only after it holds the thread's lock, so every id is stored once, seqs stay 1..n without a
+    gap, and each save is told the seq its messages are stored at."""
+    from memvault import Message
+
+    async def save(round_: int, writer: int) -> list[tuple[str, int]]:
+        batch = [Message.user(f"shared {i} by {writer}", id=f"r{round_}.shared{i}") for i in range(4)]
+        batch.append(Message.user(f"own {writer}", id=f"r{round_}.own{writer}"))
+        saved = await memory.save_messages(batch[writer % 5:] + batch[:writer % 5], thread_id="t",
+                                           resource_id=RESOURCE)
+        return [(m.id, m.seq) for m in saved]
+
+    told: list[tuple[str, int]] = []
+    for round_ in range(5):
+        for result in await asyncio.gather(*(save(round_, w) for w in range(8))):
+            told += result
+    stored = await memory.get_messages(thread_id="t", resource_id=RESOURCE)
+    assert [m.seq for m in stored] == list(range(1, len(stored) + 1))
+    assert len(stored) == len({m.id for m in stored}) == 5 * (4 + 8)
+    by_id = {m.id: m.seq for m in stored}
+    assert all(by_id[message_id] == seq for message_id, seq in told)
+
+
 def test_concurrent_working_memory_appends_lose_nothing(server: str, schemas: list[str]) -> None:
     url = with_params(server, schema=_new(schemas))
     _run_workers("append", url)

@@ -76,11 +76,13 @@ async def refusal_before_parsing(request: Request) -> ApiError | None:
     return None
 
 
+_Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+_ResourceHeader = Annotated[str | None, Header(
+    alias=RESOURCE_HEADER, description="The resource an admin key acts on.")]
+
+
 async def caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    resource_header: Annotated[str | None, Header(
-        alias=RESOURCE_HEADER, description="The resource an admin key acts on.")] = None,
+    request: Request, credentials: _Credentials, resource_header: _ResourceHeader = None
 ) -> Caller:
     """The authenticated caller (401 / 403 / 422 as the module says)."""
     key = await _verified(request, None if credentials is None else credentials.credentials)
@@ -96,8 +98,15 @@ async def caller(
         raise ApiError(422, f"{RESOURCE_HEADER}: {exc}") from None
 
 
-async def resource(who: Annotated[Caller, Depends(caller)]) -> str:
+# resource and json_resource call caller themselves rather than depending on it: each
+# dependency level costs FastAPI's solver time on every request (``memvault bench api``)
+
+
+async def resource(
+    request: Request, credentials: _Credentials, resource_header: _ResourceHeader = None
+) -> str:
     """The resource a resource-scoped request acts on (400 for an admin key without the header)."""
+    who = await caller(request, credentials, resource_header)
     if who.resource_id is None:
         raise ApiError(400, f"an admin key must name the resource: send the {RESOURCE_HEADER} header")
     return who.resource_id
@@ -110,9 +119,12 @@ async def admin(who: Annotated[Caller, Depends(caller)]) -> Caller:
     return who
 
 
-async def json_resource(request: Request, resource_id: Annotated[str, Depends(resource)]) -> str:
+async def json_resource(
+    request: Request, credentials: _Credentials, resource_header: _ResourceHeader = None
+) -> str:
     """:func:`resource`, for an endpoint with a JSON body: a body of another type is 415
     (checked after the key, so that an anonymous caller learns nothing but 401)."""
+    resource_id = await resource(request, credentials, resource_header)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json" and not content_type.endswith("+json"):
         raise ApiError(415, "send a JSON body with Content-Type: application/json")

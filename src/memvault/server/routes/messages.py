@@ -37,17 +37,23 @@ async def get_messages(
     """The thread's messages in order: all, or those ``before``/``after`` a message id, then the
     newest ``last_n`` or oldest ``first_n`` of them; or with ``around`` one message and its
     neighbours. 404 for no such thread, or a message id not in it; 422 for contradictory
-    parameters (``last_n`` with ``first_n``, ``around`` with any other)."""
-    await owned_thread(memory, resource_id, thread_id)
+    parameters (``last_n`` with ``first_n``, ``around`` with any other).
+
+    One store read when the answer has messages (the read is the resource's own, so a foreign
+    thread has none); an empty answer then asks whether the thread exists (404) or is empty."""
     if around is None:
-        return Messages(messages=await memory.get_messages(
-            thread_id=thread_id, resource_id=resource_id, last_n=last_n, first_n=first_n,
-            before=before, after=after))
-    if any(value is not None for value in (last_n, first_n, before, after)):
-        raise ApiError(422, "around: give it alone (with range), not with last_n, first_n, before or after")
-    found = await memory.get_messages(thread_id=thread_id, resource_id=resource_id, ids=[around],
-                                      message_range=around_range)
-    if not any(message.id == around for message in found):
+        found = await memory.get_messages(thread_id=thread_id, resource_id=resource_id, last_n=last_n,
+                                          first_n=first_n, before=before, after=after)
+    else:
+        if any(value is not None for value in (last_n, first_n, before, after)):
+            await owned_thread(memory, resource_id, thread_id)  # a missing thread is 404 first
+            raise ApiError(422, "around: give it alone (with range), not with last_n, first_n, before"
+                                " or after")
+        found = await memory.get_messages(thread_id=thread_id, resource_id=resource_id, ids=[around],
+                                          message_range=around_range)
+    if not found:  # (only then: one store read for a thread with messages) missing, foreign or empty?
+        await owned_thread(memory, resource_id, thread_id)
+    if around is not None and not any(message.id == around for message in found):
         raise ApiError(404, MESSAGE_NOT_FOUND)
     return Messages(messages=found)
 

@@ -19,6 +19,10 @@ a network fault) is discarded and the call goes on with another connection, tran
   see :mod:`~.ops`) is run again; any other raises :class:`~memvault.errors.StoreError` saying
   that it may or may not have been applied. It is never partly written.
 
+A write can also be *pipelined* (:meth:`Database.write_pipelined`, a save of messages):
+``BEGIN``, its statements and ``COMMIT`` go to the server in one network round trip instead of
+one each; it is idempotent, so a connection lost during that round trip runs it again.
+
 A call that meets lost connections more than ``max_size + 1`` times in a row raises StoreError.
 The connections say ``application_name=memvault`` unless the URL names another.
 
@@ -35,11 +39,13 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
+from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, errors, sql
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -50,6 +56,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 RETRIES = 8
 """Times a transaction is run again after a deadlock or serialization failure."""
+Fetch: TypeAlias = Callable[[], Awaitable[T]]
+"""What a :meth:`Database.write_pipelined` body returns: reads its results after the round trip."""
 PROBE_AFTER = 2.0
 """Seconds to wait for a pooled connection before checking that the server can be reached."""
 
@@ -111,40 +119,51 @@ class Database:
         """Run ``body(conn, ...)`` in one transaction, again from the start after a deadlock,
         a serialization failure, or a connection lost before ``COMMIT``; an exception from
         ``body`` rolls it back. A connection lost during ``COMMIT`` raises StoreError."""
-        return await self._write(False, body, *args, **kwargs)
+        return await self._write(False, lambda conn, progress: _transaction(
+            conn, progress, body, *args, **kwargs))
 
     async def write_idempotent(self, body: Callable[Concatenate[Conn, P], Awaitable[T]],
                                *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`write` for a ``body`` whose second run, after a first one committed, changes
         nothing and returns what the first returned: run again after a connection lost during
         ``COMMIT`` too."""
-        return await self._write(True, body, *args, **kwargs)
+        return await self._write(True, lambda conn, progress: _transaction(
+            conn, progress, body, *args, **kwargs))
 
-    async def _write(self, idempotent: bool, body: Callable[Concatenate[Conn, P], Awaitable[T]],
-                     *args: P.args, **kwargs: P.kwargs) -> T:
-        attempt = lost = 0
+    async def write_pipelined(self, body: Callable[Concatenate[Conn, P], Awaitable[Fetch[T]]],
+                              *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`write_idempotent` in one network round trip: ``body(conn, ...)`` only sends its
+        statements (it must not read a result) and returns a function that reads them once
+        the transaction is over. ``BEGIN``, the statements and ``COMMIT`` go to the server
+        together (psycopg's pipeline mode); each statement still sees what the ones before it
+        did, and the first one that fails rolls the transaction back. A connection lost
+        during the round trip may have been lost during ``COMMIT``: ``body`` must apply once
+        however often it runs, as for :meth:`write_idempotent`."""
+        return await self._write(True, lambda conn, progress: _pipelined(
+            conn, progress, body, *args, **kwargs))
+
+    async def _write(self, idempotent: bool, attempt: Callable[[Conn, _Progress], Awaitable[T]]) -> T:
+        """Run ``attempt`` on a pooled connection until it succeeds, as :meth:`write` says."""
+        retried = lost = 0
         while True:
             conn: Conn | None = None
-            committing = False
+            progress = _Progress()
             try:
                 async with self._connection() as conn:
-                    async with conn.transaction():
-                        result = await body(conn, *args, **kwargs)
-                        committing = True  # leaving the block sends COMMIT
-                    return result
+                    return await attempt(conn, progress)
             except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
-                if attempt == RETRIES:
+                if retried == RETRIES:
                     raise self.failure(exc) from exc
-                await asyncio.sleep(random.uniform(0, 0.01 * 2**attempt))
-                attempt += 1
+                await asyncio.sleep(random.uniform(0, 0.01 * 2**retried))
+                retried += 1
             except MemvaultError:
                 raise
             except psycopg.Error as exc:  # a lost connection, a pool timeout, ...
                 if conn is None or not conn.broken:
                     raise self.failure(exc) from exc
                 lost += 1
-                if (committing and not idempotent) or lost >= self._stale_retries():
-                    raise self.failure(exc, committing=committing) from exc
+                if (progress.committing and not idempotent) or lost >= self._stale_retries():
+                    raise self.failure(exc, committing=progress.committing) from exc
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Conn]:
@@ -190,6 +209,52 @@ class Database:
         unknown = (" (the connection was lost during COMMIT: the write may or may not have been"
                    " applied; read before writing again)") if committing else ""
         return StoreError(f"PostgreSQL at {self.where} failed: {reason(exc)}{unknown}")
+
+
+@dataclass
+class _Progress:
+    """How far one run of a write got: ``committing`` once ``COMMIT`` may have been sent."""
+
+    committing: bool = False
+
+
+async def _transaction(
+    conn: Conn, progress: _Progress, body: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+) -> T:
+    """One run of a :meth:`Database.write` body in a transaction."""
+    async with conn.transaction():
+        result: T = await body(conn, *args, **kwargs)
+        progress.committing = True  # leaving the block sends COMMIT
+    return result
+
+
+async def _pipelined(
+    conn: Conn, progress: _Progress, body: Callable[..., Awaitable[Fetch[T]]], *args: Any, **kwargs: Any
+) -> T:
+    """One run of a :meth:`Database.write_pipelined` body: the whole transaction in one round trip."""
+    progress.committing = True  # COMMIT goes with the statements
+    async with pipelined_transaction(conn):
+        fetch = await body(conn, *args, **kwargs)
+    return await fetch()
+
+
+@asynccontextmanager
+async def pipelined_transaction(conn: Conn) -> AsyncIterator[None]:
+    """A transaction of the statements the block sends, in one network round trip: ``BEGIN``,
+    the statements and ``COMMIT`` are sent together when the block ends (pipeline mode), so
+    the block must not read a result (read them after it). A statement that fails, or an
+    exception in the block, rolls the whole transaction back and is raised."""
+    try:
+        # BEGIN and COMMIT as plain statements: conn.transaction() would sync the pipeline
+        # (a round trip) after BEGIN and again after the block
+        async with conn.pipeline():
+            await conn.execute("BEGIN")
+            yield
+            await conn.execute("COMMIT")
+    except Exception:
+        if not conn.broken and conn.info.transaction_status != TransactionStatus.IDLE:
+            await conn.execute("ROLLBACK")  # a failed statement left the transaction open
+        raise
 
 
 def reason(exc: Exception) -> str:

@@ -2,8 +2,9 @@
 
 Saving first upserts the thread's row, which bumps ``updated_us`` and holds the row's lock
 until commit: concurrent writers of one thread, in any process, queue there. Holding it, a
-save reads which ids the thread already has, reserves seqs for the new ones by advancing
+save finds which ids the thread already has, reserves seqs for the new ones by advancing
 ``threads.next_seq``, and upserts the messages, so seqs are total, gap-free and never reused.
+That is two statements, sent with ``BEGIN`` and ``COMMIT`` in one round trip.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from memvault.model import Message, now
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
-from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.db import Conn, Fetch
 from memvault.stores.postgres.retention import VISIBLE, visible_args
 from memvault.stores.postgres.search import COLUMNS
 from memvault.stores.postgres.threads import lock_thread
@@ -26,53 +27,63 @@ _THREAD = f"m.resource_id = %(resource)s AND m.thread_id = %(thread)s AND {VISIB
 """A thread's messages that are not expired (:mod:`.retention`)."""
 
 
-async def save_messages(conn: Conn, resource_id: str, thread_id: str, prepared: list[Prepared]) -> list[int]:
-    """Insert or update the messages (creating the thread); returns their seqs, in order."""
+async def save_messages(
+    conn: Conn, resource_id: str, thread_id: str, prepared: list[Prepared]
+) -> Fetch[list[int]]:
+    """Insert or update the messages (creating the thread), in two statements sent together
+    (:meth:`~.db.Database.write_pipelined`); the returned function reads their seqs, in order.
+
+    The first statement upserts the thread's row, taking its lock; the second, which starts
+    after the lock is held and so sees every message committed before, reserves seqs for the
+    ids the thread does not have yet (in the order given), upserts the messages and advances
+    ``next_seq``."""
     stamp = to_micros(now())
-    cursor = await conn.execute(
+    await conn.execute(
         "INSERT INTO threads (resource_id, id, created_us, updated_us) VALUES (%s, %s, %s, %s)"
-        " ON CONFLICT (resource_id, id) DO UPDATE SET updated_us = excluded.updated_us"
-        " RETURNING next_seq",
+        " ON CONFLICT (resource_id, id) DO UPDATE SET updated_us = excluded.updated_us",
         (resource_id, thread_id, stamp, stamp),
     )
-    row = await cursor.fetchone()
-    assert row is not None
-    next_seq: int = row[0]
-    latest = {p[0].id: p for p in prepared}  # an id given twice is stored once, as given last
-    seqs = await _seqs(conn, resource_id, thread_id, list(latest))
-    first_new = next_seq
-    for message_id in latest:
-        if message_id not in seqs:
-            seqs[message_id] = next_seq
-            next_seq += 1
-    if next_seq > first_new:
-        await conn.execute(
-            "UPDATE threads SET next_seq = %s WHERE resource_id = %s AND id = %s",
-            (next_seq, resource_id, thread_id),
-        )
-    batch = list(latest.values())
-    await conn.execute(
-        "INSERT INTO messages (resource_id, thread_id, id, seq, role, parts, metadata, created_us, search)"
-        " SELECT %s, %s, u.id, u.seq, u.role, u.parts, u.metadata, u.created_us,"
-        " to_tsvector('simple', u.document) FROM unnest(%s::text[], %s::bigint[], %s::text[],"
-        " %s::text[], %s::text[], %s::bigint[], %s::text[])"
-        " AS u(id, seq, role, parts, metadata, created_us, document)"
-        " ON CONFLICT (resource_id, thread_id, id) DO UPDATE SET role = excluded.role,"
-        " parts = excluded.parts, metadata = excluded.metadata, created_us = excluded.created_us,"
-        " search = excluded.search",
-        (resource_id, thread_id, [m.id for m, *_ in batch], [seqs[m.id] for m, *_ in batch],
-         [m.role for m, *_ in batch], [p[1] for p in batch], [p[2] for p in batch],
-         [to_micros(m.created_at) for m, *_ in batch], [p[3] for p in batch]),
-    )
-    return [seqs[p[0].id] for p in prepared]
-
-
-async def _seqs(conn: Conn, resource_id: str, thread_id: str, ids: list[str]) -> dict[str, int]:
+    batch = list({p[0].id: p for p in prepared}.values())  # an id given twice is stored once, as given last
     cursor = await conn.execute(
-        "SELECT id, seq FROM messages WHERE resource_id = %s AND thread_id = %s AND id = ANY(%s::text[])",
-        (resource_id, thread_id, ids),
+        _SAVE,
+        {"resource": resource_id, "thread": thread_id, "ids": [m.id for m, *_ in batch],
+         "roles": [m.role for m, *_ in batch], "parts": [p[1] for p in batch],
+         "metadata": [p[2] for p in batch], "created": [to_micros(m.created_at) for m, *_ in batch],
+         "documents": [p[3] for p in batch]},
     )
-    return {message_id: seq for message_id, seq in await cursor.fetchall()}
+
+    async def seqs() -> list[int]:
+        found = {message_id: int(seq) for message_id, seq in await cursor.fetchall()}
+        return [found[p[0].id] for p in prepared]
+
+    return seqs
+
+
+_SAVE = (
+    "WITH given AS (SELECT * FROM unnest(%(ids)s::text[], %(roles)s::text[], %(parts)s::text[],"
+    "  %(metadata)s::text[], %(created)s::bigint[], %(documents)s::text[]) WITH ORDINALITY"
+    "  AS u(id, role, parts, metadata, created_us, document, ord)),"
+    " known AS (SELECT m.id, m.seq FROM messages AS m WHERE m.resource_id = %(resource)s"
+    "  AND m.thread_id = %(thread)s AND m.id = ANY(%(ids)s::text[])),"
+    " fresh AS (SELECT g.id, t.next_seq - 1 + row_number() OVER (ORDER BY g.ord) AS seq"
+    "  FROM given AS g CROSS JOIN threads AS t WHERE t.resource_id = %(resource)s AND t.id = %(thread)s"
+    "  AND NOT EXISTS (SELECT 1 FROM known AS k WHERE k.id = g.id)),"
+    " bumped AS (UPDATE threads SET next_seq = next_seq + (SELECT count(*) FROM fresh)"
+    "  WHERE resource_id = %(resource)s AND id = %(thread)s AND EXISTS (SELECT 1 FROM fresh)),"
+    " saved AS (INSERT INTO messages"
+    "  (resource_id, thread_id, id, seq, role, parts, metadata, created_us, search)"
+    "  SELECT %(resource)s, %(thread)s, g.id, COALESCE(k.seq, f.seq), g.role, g.parts, g.metadata,"
+    "  g.created_us, to_tsvector('simple', g.document)"
+    "  FROM given AS g LEFT JOIN known AS k ON k.id = g.id LEFT JOIN fresh AS f ON f.id = g.id"
+    "  ORDER BY g.ord"
+    "  ON CONFLICT (resource_id, thread_id, id) DO UPDATE SET role = excluded.role,"
+    "  parts = excluded.parts, metadata = excluded.metadata, created_us = excluded.created_us,"
+    "  search = excluded.search"
+    "  RETURNING id, seq)"
+    " SELECT id, seq FROM saved"
+)
+"""The second statement of :func:`save_messages`. ``known``: the given ids the thread has (they
+keep their seq); ``fresh``: the others, numbered from ``next_seq`` in the order given."""
 
 
 async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: MessageQuery) -> list[Message]:

@@ -12,10 +12,10 @@ quoted as a tsquery lexeme, in a bound parameter. Ranking is ``ts_rank_cd`` (cov
 divided by 1 + log of the message's length): it depends on the message and the query only, so
 one resource's scores never depend on another resource's messages.
 
-A search runs in a transaction whose ``statement_timeout`` is :data:`SEARCH_TIMEOUT`: a search
-that takes longer is cancelled by the server and raises :class:`~memvault.errors.StoreError`
-saying so (the query's terms are capped, see :func:`memvault.rules.words.query_groups`, so this
-takes a server in trouble, not a long query).
+A search runs in a transaction (sent in one round trip) whose ``statement_timeout`` is
+:data:`SEARCH_TIMEOUT`: a search that takes longer is cancelled by the server and raises
+:class:`~memvault.errors.StoreError` saying so (the query's terms are capped, see
+:func:`memvault.rules.words.query_groups`, so this takes a server in trouble, not a long query).
 
 Limit: a ``tsvector`` holds at most 1 MiB, so only about the first 900 kB of a message's
 distinct words are indexed (:data:`MAX_VECTOR_BYTES`; a 10 MB message still saves).
@@ -32,7 +32,7 @@ from memvault.errors import StoreError
 from memvault.model import Message, SearchHit
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
-from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.db import Conn, pipelined_transaction
 from memvault.stores.postgres.retention import VISIBLE, visible_args
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
@@ -104,7 +104,7 @@ async def search(
     if thread_id is not None:
         where += " AND m.thread_id = %(thread)s"
     try:
-        async with conn.transaction():
+        async with pipelined_transaction(conn):  # one round trip
             await conn.execute("SELECT set_config('statement_timeout', %s, true)",
                                (f"{max(1, round(SEARCH_TIMEOUT * 1000))}ms",))
             cursor = await conn.execute(
@@ -112,7 +112,7 @@ async def search(
                 f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
                 {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
             )
-            found = await cursor.fetchall()
+        found = await cursor.fetchall()
     except errors.QueryCanceled as exc:
         raise StoreError(
             f"full-text search was cancelled by PostgreSQL ({' '.join(str(exc).split())}; a"

@@ -145,7 +145,7 @@ class PostgresStore(PostgresGraph):
         if not messages:
             return []
         prepared = [(m, m.parts_json(), rows.dumps(m.metadata), _search.document(m)) for m in messages]
-        seqs = await self._db.write_idempotent(_messages.save_messages, resource_id, thread_id, prepared)
+        seqs = await self._db.write_pipelined(_messages.save_messages, resource_id, thread_id, prepared)
         return saved_messages(messages, resource_id, thread_id, seqs)
 
     async def get_messages(
