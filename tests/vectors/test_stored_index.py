@@ -168,13 +168,7 @@ async def test_writes_and_deletes_keep_a_loaded_resource_in_step(store: Any) -> 
     target = rng.standard_normal(DIMS).astype(np.float32)
     await index.search(target, resource_id="ada", top_k=1)
 
-    memory = Memory(store)  # a new message right on the target direction
-    await memory.save_messages([Message.user("new", id="new")], thread_id="t0", resource_id="ada")
-    row = ("ada", "t0", "new", target.tobytes())
-    await store.save_embeddings(MODEL, DIMS, [row])
-    await index.add([row])
-    hits = await index.search(target, resource_id="ada", top_k=1)
-    assert hits[0].message_id == "new" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    memory = await _add_on_target(store, index, target)
     assert index.loaded() == {"ada": 501}
 
     moved = (-target).tobytes()  # the message embedded again, the other way
@@ -450,13 +444,7 @@ async def test_a_large_resources_lists_follow_adds_and_deletes_and_survive_evict
     before = await index.search(target, resource_id="ada", top_k=10)
     assert index._partitions["ada"].coarse is not None
 
-    memory = Memory(store)  # a new message right on the target direction
-    await memory.save_messages([Message.user("new", id="new")], thread_id="t0", resource_id="ada")
-    row = ("ada", "t0", "new", target.tobytes())
-    await store.save_embeddings(MODEL, DIMS, [row])
-    await index.add([row])
-    hits = await index.search(target, resource_id="ada", top_k=1)
-    assert hits[0].message_id == "new" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    memory = await _add_on_target(store, index, target)
 
     gone = [h.message_id or "" for h in before if h.thread_id == "t1"]  # a few rows: swap-moves
     await memory.delete_messages(["new", *gone], thread_id="t0", resource_id="ada")
@@ -480,3 +468,16 @@ async def test_a_large_resources_lists_follow_adds_and_deletes_and_survive_evict
     assert list(small.loaded()) == ["bob"]
     assert await small.search(target, resource_id="ada", top_k=10) == after  # rebuilt: the same
     assert small.loads == 3
+
+
+async def _add_on_target(store: Any, index: StoredIndex, target: Any) -> Memory:
+    """Save and embed message "new" in ada's thread t0 right on ``target``'s direction, add it to
+    ``index``, and check that it is then the best hit (score 1); returns the Memory used."""
+    memory = Memory(store)
+    await memory.save_messages([Message.user("new", id="new")], thread_id="t0", resource_id="ada")
+    row = ("ada", "t0", "new", target.tobytes())
+    await store.save_embeddings(MODEL, DIMS, [row])
+    await index.add([row])
+    hits = await index.search(target, resource_id="ada", top_k=1)
+    assert hits[0].message_id == "new" and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    return memory
