@@ -38,7 +38,7 @@ import sqlite3
 from typing import Any
 
 from memvault.model import SearchHit
-from memvault.rules.words import fts5_match, stem
+from memvault.rules.words import fts5_match
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
 from memvault.stores.sqlite.schema import (
@@ -175,29 +175,32 @@ def _common(
     conn: sqlite3.Connection, scope: str, groups: list[tuple[str, ...]], docs: int
 ) -> set[tuple[str, ...]]:
     """The query's single words held by more than ``COMMON_SHARE`` of the resource's messages
-    (and more than ``COMMON_MIN_MESSAGES``). Only a resource that large has any; a word the
-    whole index holds that rarely is not counted in the resource."""
-    bound = max(COMMON_MIN_MESSAGES, COMMON_SHARE * docs)
-    words = {stem(g[0]): g for g in groups if len(g) == 1}
+    (and more than ``COMMON_MIN_MESSAGES``). Only a resource that large has any.
+
+    Each word's matches in the whole index are walked only up to ``bound + others + 1``, where
+    ``others`` bounds the indexed messages of the other resources (rowids are distinct and
+    positive, so there are at most ``max(rowid) - docs``): fewer than ``bound + 1`` matches in
+    the whole index means not common in the resource; all ``bound + others + 1`` means common
+    (at least ``bound + 1`` are the resource's); only in between is the word counted within the
+    resource. The answer is the resource's own count's, and a common word in a large resource
+    costs a bounded walk of its doclist, not the whole of it (``fts5vocab`` counted every
+    match: 9 ms for a word in 69 % of 100k messages, against 0.7 ms walked)."""
+    bound = int(max(COMMON_MIN_MESSAGES, COMMON_SHARE * docs))
+    words = [g for g in groups if len(g) == 1]
     if docs <= bound or len(groups) < 2 or not words:
         return set()
-    marks = ", ".join("?" * len(words))
-    frequent = [(term, int(count)) for term, count in conn.execute(
-        f"SELECT term, doc FROM messages_fts_vocab WHERE term IN ({marks})", list(words)) if count > bound]
-    if not frequent:
-        return set()
-    # The other resources hold at most `others` indexed messages (rowids are distinct and
-    # positive), so a word the whole index holds in more than `bound + others` messages is in
-    # more than `bound` of this resource's: common without counting it (the answer the count
-    # gives, without a pass over the resource; it settles it when one resource holds most of
-    # the store).
     (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
-    others = int(last or 0) - docs
-    common: set[tuple[str, ...]] = {words[term] for term, count in frequent if count - others > bound}
-    for term in (term for term, _ in frequent if words[term] not in common):
-        match = scope + "body : " + (fts5_match([list(words[term])]) or "")
-        (count,) = conn.execute(
-            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (match,)).fetchone()
-        if count > bound:
-            common.add(words[term])
+    others = max(0, int(last or 0) - docs)
+    walked = "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
+    common: set[tuple[str, ...]] = set()
+    for group in words:
+        body = "body : " + (fts5_match([list(group)]) or "")
+        (seen,) = conn.execute(walked, (body, bound + others + 1)).fetchone()
+        if seen > bound + others:
+            common.add(group)
+        elif seen > bound:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (scope + body,)).fetchone()
+            if count > bound:
+                common.add(group)
     return common
