@@ -119,3 +119,33 @@ def test_property_any_columns_decode_without_an_exception(role: Any, parts: Any,
         for part in read.parts:  # every readable part is valid: it validates as it is
             if not isinstance(part, UnknownPart):
                 type(part).parse(part.model_dump())
+
+
+QUOTED = st.one_of(
+    st.text().map(json.dumps),                                   # any text, as stored
+    st.text().map(lambda t: json.dumps(t, ensure_ascii=False)),
+    st.text(alphabet=st.sampled_from('"\\ux0dD8\n\t a'), max_size=12).map(lambda t: '"' + t),  # malformed
+    st.text().map(lambda t: json.dumps(t) + " "),                 # trailing space, trailing data
+    st.text().map(lambda t: json.dumps(t) + '"x"'),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(parts=QUOTED)
+def test_property_a_stored_string_reads_as_json_loads_reads_it(parts: str) -> None:
+    """The compact ``parts`` of one text part (a JSON string) is read by the string scanner
+    alone; what it gives, or refuses, is what ``json.loads`` gives or refuses."""
+    try:
+        expected: Any = json.loads(parts)
+    except ValueError:
+        expected = None
+    logging.getLogger("memvault.stores").disabled = True
+    try:
+        read = rows.message(("m", "t", "r", 3, "user", parts, "{}", 0))
+    finally:
+        logging.getLogger("memvault.stores").disabled = False
+    if isinstance(expected, str):
+        assert read.unreadable is None and len(read.parts) == 1
+        assert isinstance(read.parts[0], TextPart) and read.parts[0].text == expected
+    else:
+        assert read.unreadable is not None
