@@ -87,7 +87,8 @@ _DELETE_RESOURCE = erasing(_graph.delete_resource)
 _EXPIRE_MESSAGES = erasing(_retention.expire_messages)
 SMALL_READ = 200
 """A read of at most this many newest or oldest messages (a history window) runs on the caller's
-thread (:meth:`SqliteWorker.read_small`)."""
+thread (:meth:`SqliteWorker.read_small`), as do the one-row reads by key (a thread, a summary, a
+working-memory note, a state: an API key's check on every HTTP request)."""
 SMALL_WRITE = 256 * 1024
 """A save of at most this many characters of parts, metadata and index text (a turn's messages)
 may run on the caller's thread (:meth:`SqliteWorker.write_small`)."""
@@ -185,7 +186,7 @@ class SqliteStore(SqliteGraph):
         return await self._write(_threads.create_thread, thread, exist_ok)
 
     async def get_thread(self, resource_id: str, thread_id: str) -> Thread | None:
-        return await self._read(_threads.get_thread, resource_id, thread_id)
+        return await self._worker.read_small(_threads.get_thread, resource_id, thread_id)
 
     async def list_threads(
         self, resource_id: str, *, limit: int = 20, cursor: str | None = None,
@@ -299,7 +300,7 @@ class SqliteStore(SqliteGraph):
     # working memory
 
     async def get_working_memory(self, resource_id: str, key: str) -> str | None:
-        return await self._read(_records.get_working_memory, resource_id, key)
+        return await self._worker.read_small(_records.get_working_memory, resource_id, key)
 
     async def update_working_memory(
         self, resource_id: str, key: str, update: WorkingMemoryUpdate
@@ -309,7 +310,7 @@ class SqliteStore(SqliteGraph):
     # states
 
     async def get_state(self, resource_id: str, key: str) -> State | None:
-        return await self._read(_records.get_state, resource_id, key)
+        return await self._worker.read_small(_records.get_state, resource_id, key)
 
     async def set_state(
         self,
@@ -357,7 +358,7 @@ class SqliteStore(SqliteGraph):
     # summaries
 
     async def get_summary(self, resource_id: str, thread_id: str) -> Summary | None:
-        return await self._read(_summaries.get_summary, resource_id, thread_id)
+        return await self._worker.read_small(_summaries.get_summary, resource_id, thread_id)
 
     async def save_summary(self, summary: Summary, *, expected_version: int | None) -> Summary | None:
         return await self._write(_summaries.save_summary, summary, expected_version)
