@@ -52,7 +52,7 @@ async def _hits(path: Path, others: int | None, query: str) -> list[tuple[str, f
 
 async def test_common_words_follow_the_resource_alone(tmp_path: Path) -> None:
     bound = max(COMMON_MIN_MESSAGES, COMMON_SHARE * OWN)
-    assert OWN > bound and OWN // 2 > bound >= OWN // 4  # alpha common in the resource, beta not
+    assert bound < OWN and OWN // 2 > bound >= OWN // 4  # alpha common in the resource, beta not
     queries = ["alpha zeta", "beta zeta", "alpha beta", "zeta"]
     alone = {q: await _hits(tmp_path / "alone.db", None, q) for q in queries}
     # "alpha" is common, so it is left out beside a rarer word: the hits are zeta's alone

@@ -481,3 +481,47 @@ async def _add_on_target(store: Any, index: StoredIndex, target: Any) -> Memory:
     hits = await index.search(target, resource_id="ada", top_k=1)
     assert hits[0].message_id == "new" and hits[0].score == pytest.approx(1.0, abs=1e-6)
     return memory
+
+
+async def test_a_large_resources_list_build_never_holds_up_another_resources_search(
+    store: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Building a large resource's lists takes a minute at 1M vectors; meanwhile the other
+    resources are searched and written as usual (the build holds that resource's lock only),
+    and the large resource's own search waits for its lists."""
+    import threading
+
+    from memvault.vectors.quantized import QuantizedPartition
+
+    rng = np.random.default_rng(5)
+    await _fill(store, "ada", _clusters(rng, 1_200))
+    bob_vectors = _clusters(rng, 300)
+    bob = await _fill(store, "bob", bob_vectors)
+    # inline_work=0: every operation runs in a worker thread, as a real large build does
+    index = StoredIndex(store, DIMS, coarse_from=1_000, probe_rows=400, inline_work=0)
+    query = _clusters(rng, 1)[0]
+    await index.search(query, resource_id="bob", top_k=3)  # loaded before the build starts
+    building, release = threading.Event(), threading.Event()
+    build = QuantizedPartition.build_coarse
+
+    def held(partition: QuantizedPartition) -> Any:
+        building.set()
+        assert release.wait(30)
+        return build(partition)
+
+    monkeypatch.setattr(QuantizedPartition, "build_coarse", held)
+    ada_search = asyncio.ensure_future(index.search(query, resource_id="ada", top_k=3))
+    assert await asyncio.to_thread(building.wait, 30)
+    try:
+        hits = await asyncio.wait_for(index.search(query, resource_id="bob", top_k=3), 10)
+        assert [h.message_id for h in hits] == [bob[i][1] for i in _exact_top(bob_vectors, query, 3)]
+        new = _unit(rng.normal(size=(1, DIMS)))
+        await store.save_embeddings(MODEL, DIMS, [("bob", bob[0][0], bob[0][1], new[0].tobytes())])
+        await asyncio.wait_for(index.add([("bob", bob[0][0], bob[0][1], new[0].tobytes())]), 10)
+        assert (await asyncio.wait_for(index.search(new[0], resource_id="bob", top_k=1), 10))[0].message_id \
+            == bob[0][1]
+        assert not ada_search.done()  # ada's own search waits for its lists
+    finally:
+        release.set()
+    assert len(await asyncio.wait_for(ada_search, 30)) == 3
+    assert index._partitions["ada"].coarse is not None

@@ -17,6 +17,8 @@ serialises access.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -45,11 +47,14 @@ def quantize(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.
 
 
 class QuantizedPartition(ThreadedRows):
-    """The int8 vectors of one resource. ``codes[:size]`` are the live rows."""
+    """The int8 vectors of one resource. ``codes[:size]`` are the live rows. ``lock`` is held
+    by whoever reads or changes them (:class:`~memvault.vectors.stored.StoredIndex`): one
+    resource's work never waits for another's."""
 
-    __slots__ = ("_row_of", "coarse", "codes", "message_ids", "scales")
+    __slots__ = ("_row_of", "coarse", "codes", "lock", "message_ids", "scales")
 
     def __init__(self, dimensions: int) -> None:
+        self.lock = threading.Lock()
         self.codes: NDArray[np.int8] = np.empty((0, dimensions), dtype=np.int8)
         self.scales: NDArray[np.float32] = np.empty(0, dtype=np.float32)
         self.threads: NDArray[np.int32] = np.empty(0, dtype=np.int32)

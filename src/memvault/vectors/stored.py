@@ -9,7 +9,9 @@ about 0.35x the float32 bytes with its bookkeeping) and uses it only to pick can
 - **First search of a resource** reads its vectors from the store page by page (keyset paging
   along the messages' ``(resource_id, thread_id, id)`` index: cost proportional to the
   resource's own vectors, never to the store's) and quantises them. Concurrent searches of a
-  resource being loaded wait for the same load.
+  resource being loaded wait for the same load. Each resource's rows have a lock of their own,
+  so one resource's long work (a load, a large resource's lists being built) never holds up
+  another resource's searches or writes.
 - **Search** scores the resource's int8 rows (a thread filter gathers the thread's rows), keeps
   the best ``max(oversample x top_k, min_candidates)`` candidates, reads their float32 vectors
   from the store and rescores them exactly: a hit's score is its exact cosine similarity, and
@@ -230,12 +232,12 @@ class StoredIndex:
         query = validate.search(vector, self._dimensions, resource_id, thread_id, top_k)
         partition = await self._partition(resource_id)
         if self._coarse_due(partition):
-            await self._run(partition.size * self._dimensions,
+            await self._run(partition, partition.size * self._dimensions,
                             functools.partial(self._build_coarse, partition))
         want = max(self.oversample * top_k, self.min_candidates)
         work = self._dimensions * (partition.size if partition.coarse is None
                                    else min(partition.size, max(self.probe_rows, want)))
-        keys = await self._run(work, lambda: self._candidates(partition, query, thread_id, want))
+        keys = await self._run(partition, work, lambda: self._candidates(partition, query, thread_id, want))
         hits = await self._rescore(query, resource_id, keys, min_score)
         return hits[:top_k]
 
@@ -360,7 +362,7 @@ class StoredIndex:
             if not page:
                 break
             after = (page[-1][0], page[-1][1])
-            await self._run(len(page) * self._dimensions,
+            await self._run(partition, len(page) * self._dimensions,
                             functools.partial(self._put, partition, page, fresh=True))
             if len(page) < _PAGE:
                 break
@@ -432,28 +434,31 @@ class StoredIndex:
     async def _apply(self, resource_id: str, work: int, op: Op) -> None:
         """Run ``op`` on the resource's loaded partition, or queue it for the load under way."""
         # The dicts of partitions and pending loads change on the event loop's thread only;
-        # ``run`` (maybe in a worker thread, under the lock) changes a partition's rows.
-        if resource_id in self._partitions:
-            def run() -> QuantizedPartition | None:
-                partition = self._partitions.get(resource_id)
-                if partition is not None:
+        # ``run`` (maybe in a worker thread, under the partition's lock) changes its rows.
+        # A partition evicted meanwhile needs nothing: the change was in the store before this
+        # call, so a load begun since reads it (and one under way replays its pending ops).
+        partition = self._partitions.get(resource_id)
+        if partition is not None:
+            def run() -> None:
+                if self._partitions.get(resource_id) is partition:
                     op(partition)
-                elif resource_id in self._pending:
-                    self._pending[resource_id].append(op)
-                return partition
-            changed = await self._run(work, run)
-            if changed is not None and changed.size == 0 and self._partitions.get(resource_id) is changed:
+            await self._run(partition, work, run)
+            if partition.size == 0 and self._partitions.get(resource_id) is partition:
                 del self._partitions[resource_id]  # an empty resource costs nothing to read again
         elif resource_id in self._pending:
             with self._lock:
-                if resource_id in self._pending:
-                    self._pending[resource_id].append(op)
+                pending = self._pending.get(resource_id)
+                if pending is not None:
+                    pending.append(op)
                     return
-                partition = self._partitions.get(resource_id)
-                if partition is not None:
-                    op(partition)
+            loaded = self._partitions.get(resource_id)
+            if loaded is not None:
+                await self._run(loaded, work, lambda: op(loaded))
 
     # running
 
-    async def _run(self, work: int, operation: Callable[[], T]) -> T:
-        return await run_locked(self._lock, work, self.inline_work, operation)
+    async def _run(self, partition: QuantizedPartition, work: int, operation: Callable[[], T]) -> T:
+        """``operation`` on ``partition``'s rows, holding its lock (on the loop's thread when it
+        is small and the lock free, else in a worker thread): a resource's long work, such as
+        building a large resource's lists, never holds up another resource's searches."""
+        return await run_locked(partition.lock, work, self.inline_work, operation)
