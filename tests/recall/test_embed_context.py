@@ -49,15 +49,28 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'context.db'}"
 
 
-def test_the_embedded_text_puts_the_earlier_messages_first() -> None:
+def test_the_embedded_text_is_the_message_then_the_earlier_messages_nearest_first() -> None:
     question, answer = said("a", "Ben", "Did you go camping?"), said("b", "Ana", "Yes, last Sunday!")
     assert embedding_text(answer) == "Ana: Yes, last Sunday!"
-    assert embedding_text(answer, context=[question]) == "Ben: Did you go camping?\nAna: Yes, last Sunday!"
+    assert embedding_text(answer, context=[question]) == "Ana: Yes, last Sunday!\nBen: Did you go camping?"
+    first = said("z", "Ana", "I love the outdoors")
+    assert embedding_text(answer, context=[first, question]) == (
+        "Ana: Yes, last Sunday!\nBen: Did you go camping?\nAna: I love the outdoors")
     long = said("c", "Ben", "x" * 2 * CONTEXT_CHARS)
-    assert embedding_text(answer, context=[long]).split("\n")[0] == ("x" * 2 * CONTEXT_CHARS)[-CONTEXT_CHARS:]
+    assert embedding_text(answer, context=[long]).split("\n")[1] == ("x" * 2 * CONTEXT_CHARS)[-CONTEXT_CHARS:]
     empty = Message.parse({"id": "d", "role": "user", "parts": [{"type": "text", "text": "  "}]})
     assert embedding_text(empty, context=[question]) == ""  # nothing of its own: nothing embedded
     assert recorded_model("m", 0) == "m" and recorded_model("m", 2) == "m +context=2"
+
+
+def test_the_mismatch_message_names_the_embed_context() -> None:
+    from memvault.stores.common import embedding_mismatch
+
+    text = embedding_mismatch(("a/m +context=1", 3), ("a/m", 3))
+    assert "embed_context=1" in text and "not 0" in text and "--embed-context 0" in text
+    text = embedding_mismatch(("a/m", 3), ("a/m +context=2", None))
+    assert "embed_context=0" in text and "not 2" in text
+    assert "'a/m +context=2'" in embedding_mismatch(("b/other", 3), ("a/m +context=2", 3))  # another model
 
 
 def test_the_option_is_checked() -> None:
@@ -76,8 +89,8 @@ async def test_a_message_is_embedded_with_its_previous_turn(url: str) -> None:
     await memory.save_messages([said("x", "Cy", "Another session")], thread_id="u", resource_id="r")
     await memory.flush()
     assert recorder.take() == ["Ben: Did you go camping?",
-                               "Ben: Did you go camping?\nAna: Yes, last Sunday!",
-                               "Ana: Yes, last Sunday!\nBen: Nice.",
+                               "Ana: Yes, last Sunday!\nBen: Did you go camping?",
+                               "Ben: Nice.\nAna: Yes, last Sunday!",
                                "Cy: Another session"]  # a thread's first message: no context
     assert await memory.store.embedding_model() == (f"{MODEL} +context=1", 3)  # type: ignore[attr-defined]
     await memory.close()
@@ -88,7 +101,7 @@ async def test_two_earlier_messages_and_none_without_the_option(url: str) -> Non
     memory = await opened(url, recorder, 2)
     await memory.save_messages([said(i, "Ana", f"turn {i}") for i in "abc"], thread_id="t", resource_id="r")
     await memory.flush()
-    assert recorder.take()[-1] == "Ana: turn a\nAna: turn b\nAna: turn c"
+    assert recorder.take()[-1] == "Ana: turn c\nAna: turn b\nAna: turn a"
     await memory.close()
     plain = Recorder()
     memory = await opened("memory://", plain, 0)
@@ -109,7 +122,7 @@ async def test_an_edit_embeds_the_messages_after_it_again(url: str) -> None:
     await memory.save_messages([said("a", "Ben", "Did you go hiking?")], thread_id="t", resource_id="r")
     await memory.flush()
     # "b" had "a" as its context; "c" did not
-    assert recorder.take() == ["Ben: Did you go hiking?", "Ben: Did you go hiking?\nAna: Yes!"]
+    assert recorder.take() == ["Ben: Did you go hiking?", "Ana: Yes!\nBen: Did you go hiking?"]
     await memory.close()
 
 
@@ -153,7 +166,7 @@ async def test_a_change_of_the_option_is_refused_until_reindex(tmp_path: Path) -
     await memory.save_messages([said("a", "Ben", "Did you go camping?"), said("b", "Ana", "Yes!")],
                                thread_id="t", resource_id="r")
     await memory.close()
-    with pytest.raises(ConfigurationError, match=r"\+context=1.*memvault reindex"):
+    with pytest.raises(ConfigurationError, match=r"embed_context=0\), not 1.*memvault reindex"):
         await opened(url, recorder, 1)
     bare = await Memory.open(url)  # without an embedder, as the error says
     await bare.clear_embeddings()
@@ -161,10 +174,10 @@ async def test_a_change_of_the_option_is_refused_until_reindex(tmp_path: Path) -
     memory = await opened(url, recorder, 1)
     recorder.take()
     assert (await memory.reindex())["vectors"] == 2
-    assert recorder.take() == ["Ben: Did you go camping?", "Ben: Did you go camping?\nAna: Yes!"]
+    assert recorder.take() == ["Ben: Did you go camping?", "Ana: Yes!\nBen: Did you go camping?"]
     assert await memory.store.embedding_model() == (f"{MODEL} +context=1", 3)  # type: ignore[attr-defined]
     await memory.close()
-    with pytest.raises(ConfigurationError, match="from 'test/recorder'"):
+    with pytest.raises(ConfigurationError, match=r"embed_context=1\), not 0"):
         await opened(url, recorder, 0)  # back to 0 is a change too
     again = await opened(url, Recorder(), 1)  # the same value opens
     await again.close()
@@ -192,8 +205,8 @@ async def test_a_resource_s_vectors_depend_on_its_own_data_alone(url: str) -> No
                                thread_id="t", resource_id="bob")
     await memory.save_messages([said("b", "Ana", "mine second")], thread_id="t", resource_id="ana")
     await memory.flush()
-    assert recorder.take() == ["Ana: mine first", "Bob: his first", "Bob: his first\nBob: his second",
-                               "Ana: mine first\nAna: mine second"]
+    assert recorder.take() == ["Ana: mine first", "Bob: his first", "Bob: his second\nBob: his first",
+                               "Ana: mine second\nAna: mine first"]
     vectors_before = await _vectors(memory, "ana")
     recorder.take()  # the query
     await memory.save_messages([said("a", "Bob", "his first, edited")], thread_id="t", resource_id="bob")

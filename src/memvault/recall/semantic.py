@@ -77,15 +77,17 @@ def embedding_text(
     author's name for words and vectors.
 
     ``context``: the messages just before it in its thread, oldest first
-    (:attr:`memvault.MemoryOptions.embed_context` of them), put before it in the same form, one
-    a line, each cut to its last :data:`CONTEXT_CHARS` characters ("Ben: Did you go camping?"
-    then "Ana: Yes, last Sunday!"), so that a reply carries what it answers. A message with no
-    text of its own embeds nothing, whatever its context."""
+    (:attr:`memvault.MemoryOptions.embed_context` of them), in the same form, one a line, after
+    it and nearest first, each cut to its last :data:`CONTEXT_CHARS` characters ("Ana: Yes,
+    last Sunday!" then "Ben: Did you go camping?"), so that a reply carries what it answers.
+    The message comes first so that an embedder that cuts long input (all-MiniLM-L6-v2 reads
+    256 word pieces) cuts the farthest context, never the message. A message with no text of
+    its own embeds nothing, whatever its context."""
     own = _own_text(message, author_key)
     if not own or not context:
         return own
-    before = [text[-CONTEXT_CHARS:] for text in (_own_text(m, author_key) for m in context) if text]
-    return "\n".join([*before, own])
+    nearest_first = (_own_text(m, author_key) for m in reversed(context))
+    return "\n".join([own, *(text[-CONTEXT_CHARS:] for text in nearest_first if text)])
 
 
 CONTEXT_CHARS = 500
