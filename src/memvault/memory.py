@@ -126,7 +126,8 @@ class Memory:
 
             resolved = resolve_embedder(embedder)
             self.semantic = _semantic_index(require_embeddings(store), resolved, vector_index,
-                                            self.options.recall.author_key)
+                                            self.options.recall.author_key,
+                                            self.options.embed_context)
 
     @classmethod
     async def open(
@@ -373,12 +374,20 @@ class Memory:
     async def delete_messages(
         self, ids: Sequence[str], *, thread_id: str, resource_id: str
     ) -> int:
-        """Delete messages by id with their derived data; returns how many existed."""
+        """Delete messages by id with their derived data; returns how many existed. With
+        ``MemoryOptions.embed_context``, the messages after a deleted one whose vectors had its
+        text as context are embedded again, in the background."""
         checked = [_id(i, "message id") for i in arguments.id_list(ids, "ids")]
         resource_id, thread_id = _id(resource_id, "resource_id"), _id(thread_id, "thread_id")
+        semantic = await self._start()
+        followers: list[Message] = []
+        if semantic is not None and semantic.embed_context and checked:
+            followers = await semantic.followers(resource_id, thread_id, checked)
         deleted = await self.store.delete_messages(resource_id, thread_id, checked)
-        if (semantic := await self._start()) is not None:
+        if semantic is not None:
             await semantic.forget_messages(resource_id, thread_id, checked)
+            if followers:
+                semantic.enqueue(followers, followers=False)
         return deleted
 
     @traced("clear_thread")
@@ -916,14 +925,17 @@ def _json(value: Any, name: str = "state value") -> Any:
 
 
 def _semantic_index(
-    store: Any, embedder: Any, vector_index: VectorIndex | None, author_key: str
+    store: Any, embedder: Any, vector_index: VectorIndex | None, author_key: str,
+    embed_context: int = 0,
 ) -> SemanticIndex:
     """The semantic index (loaded only with an embedder: it needs numpy, which the embedder
     extras install). Messages are embedded at save time with their author's name under
-    ``author_key`` (``MemoryOptions.recall.author_key``), the key lexical recall reads too."""
+    ``author_key`` (``MemoryOptions.recall.author_key``), the key lexical recall reads too, and
+    ``embed_context`` earlier messages of their thread (``MemoryOptions.embed_context``)."""
     semantic = import_optional("memvault.recall.semantic", "recall by meaning (an embedder)", "embeddings",
                                needs=("numpy",))
-    index: SemanticIndex = semantic.SemanticIndex(store, embedder, vector_index, author_key=author_key)
+    index: SemanticIndex = semantic.SemanticIndex(store, embedder, vector_index, author_key=author_key,
+                                                  embed_context=embed_context)
     return index
 
 

@@ -45,6 +45,18 @@ class MemoryOptions:
     a function from text to a count, or a name :func:`memvault.rules.tokens.resolve_token_counter`
     knows (``"o200k_base"``, ``"gpt-4o"``, ``"estimate"``); default: the offline estimate
     :func:`memvault.rules.tokens.estimate_tokens`. A name is resolved when the options are made.
+    ``embed_context``: with an embedder, how many earlier messages of its thread are embedded
+    with each message (default 0: the message alone), with their authors' names, one a line
+    (:func:`memvault.recall.semantic.embedding_text`): a reply such as "Yes, last Sunday!"
+    then carries the question it answers. Off by default because it did not generalise: on
+    LoCoMo with all-MiniLM-L6-v2, cross-validated over 0, 2, 3, 4 and 6, every fold chose 0
+    (probably because recall already smooths each vector score over the neighbours,
+    ``RecallOptions.vector_context_window``; docs/benchmarks.md). The number is recorded with
+    the model name, so opening a store embedded with another value raises
+    :class:`~memvault.errors.ConfigurationError` like a change of model (``memvault reindex``
+    embeds again). Saving a message again (an edit) or deleting one embeds again the
+    ``embed_context`` messages after it; other staleness (a write that bypasses
+    :class:`memvault.Memory`) is fixed by ``reindex``.
     ``sweep_interval``: seconds between the background retention sweeps of an open memory whose
     store has a retention policy (:mod:`memvault.retention`; default 3600, the first a minute after
     opening); ``None`` sweeps only on demand.
@@ -56,8 +68,12 @@ class MemoryOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     token_counter: TokenCounter = estimate_tokens
     sweep_interval: float | None = 3600.0
+    embed_context: int = 0
 
     def __post_init__(self) -> None:
+        if (not isinstance(self.embed_context, int) or isinstance(self.embed_context, bool)
+                or self.embed_context < 0):
+            raise ValidationError(f"embed_context must be an integer >= 0, got {self.embed_context!r}")
         if self.sweep_interval is not None and not (
                 isinstance(self.sweep_interval, int | float) and 0 < self.sweep_interval < float("inf")):
             raise ValidationError("sweep_interval must be a positive number of seconds or None")

@@ -316,3 +316,29 @@ def test_cv_with_an_embedder_searches_the_vector_constants_too(three: Path) -> N
     assert result["config"]["start"] == {"vector_weight": SCORED_VECTOR_WEIGHT}
     assert all(f["chosen"]["vector_weight"] in (0.3, 0.6, SCORED_VECTOR_WEIGHT) for f in result["folds"])
     assert result["defaults_all"]["questions"] == 14
+
+
+def test_cv_ingests_once_per_embed_context_and_scores_on_its_stores(three: Path) -> None:
+    pytest.importorskip("numpy", reason="embedders need numpy")
+    from memvault.bench import locomo_cv
+
+    result = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
+                              grid={"embed_context": (0, 1), "vector_weight": (1.0,)})
+    assert result["config"]["start"] == {"embed_context": 0, "vector_weight": 1.0}
+    assert result["config"]["conversations"] == ["conv-test", "conv-b", "conv-c"]
+    assert all(f["chosen"]["embed_context"] in (0, 1) for f in result["folds"])
+    one = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
+                           embed_context=1, grid={"embed_context": (1,)})
+    assert one["config"]["start"] == {"embed_context": 1}
+    plain = locomo.run(three, conversations="0-2", ks=(5, 10), store="memory", embedder="hash:32",
+                       embed_context=1)
+    assert plain["config"]["embed_context"] == 1
+    for fold in one["folds"]:  # scored on the stores embedded with one earlier message
+        row = plain["by_conversation"][fold["held_out"]]
+        assert fold["defaults_figures"]["recall@5"] == row["recall@5"]
+        assert fold["defaults_figures"]["recall@10"] == row["recall@10"]
+    with pytest.raises(ValidationError, match="embed_context needs an embedder"):
+        locomo_cv.run_cv(three, conversations="0-2", store="memory", grid={"embed_context": (0, 1)})
+    with pytest.raises(ValidationError, match="embed_context"):
+        locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
+                         grid={"embed_context": (-1,)})

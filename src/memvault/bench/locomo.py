@@ -60,7 +60,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memvault import Memory, Message
+from memvault import Memory, MemoryOptions, Message
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
 from memvault.rules.tokens import estimate_tokens
@@ -307,11 +307,13 @@ async def _measure_conversation(
     store: str,
     folder: Path,
     by_category: dict[int, _Scores],
+    embed_context: int | None = None,
 ) -> tuple[_Scores, dict[str, float]]:
     url = "memory://" if store == "memory" else f"sqlite:///{folder / (conversation.sample_id + '.db')}"
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    memory = await Memory.open(url, embedder=embedder)
+    memory_options = None if embed_context is None else MemoryOptions(embed_context=embed_context)
+    memory = await Memory.open(url, embedder=embedder, options=memory_options)
     try:
         await ingest(memory, conversation)
         timings["ingest_s"] = time.perf_counter() - started
@@ -376,8 +378,13 @@ async def measure(
     store: str = "sqlite",
     db_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    embed_context: int | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark (see the module doc) and return the JSON-ready result."""
+    """Run the benchmark (see the module doc) and return the JSON-ready result.
+    ``embed_context`` (default: ``MemoryOptions``' default) is the stores'
+    :attr:`memvault.MemoryOptions.embed_context`."""
+    if embed_context is not None:
+        MemoryOptions(embed_context=embed_context)  # a ValidationError for a bad value
     if store not in ("sqlite", "memory"):
         raise ValidationError(f"store must be 'sqlite' or 'memory', got {store!r}")
     ks = sorted({int(k) for k in ks})
@@ -409,7 +416,7 @@ async def measure(
                          f"{conversation.turns} turns, {len(conversation.questions)} questions")
             scores, timings = await _measure_conversation(
                 conversation, ks=ks_reported, options=options, embedder=model, store=store,
-                folder=folder, by_category=by_category)
+                folder=folder, by_category=by_category, embed_context=embed_context)
             overall.add(scores)
             totals["turns"] += conversation.turns
             totals["questions_without_evidence"] += conversation.questions_without_evidence
@@ -437,6 +444,8 @@ async def measure(
             "embedder": spec,
             "store": store,
             "options": {k: v for k, v in dataclasses.asdict(options).items()},
+            "embed_context": (MemoryOptions().embed_context if embed_context is None
+                              else embed_context),
             "query": "the question, scope='resource', no current thread, no recent window",
             "metric": "turn-level evidence recall@k over the k best hits (message_range=0), "
                       "percent, averaged over questions with valid evidence",
@@ -465,10 +474,12 @@ def run(
     store: str = "sqlite",
     db_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    embed_context: int | None = None,
 ) -> dict[str, Any]:
     """:func:`measure` on a new event loop."""
     return asyncio.run(measure(data, conversations=conversations, ks=list(ks), embedder=embedder,
-                               options=options, store=store, db_dir=db_dir, progress=progress))
+                               options=options, store=store, db_dir=db_dir, progress=progress,
+                               embed_context=embed_context))
 
 
 def parse_option(text: str) -> tuple[str, Any]:

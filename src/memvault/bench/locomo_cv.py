@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault import Memory
+from memvault import Memory, MemoryOptions
 from memvault.bench.locomo import (
     CATEGORIES,
     Conversation,
@@ -71,11 +71,19 @@ defaults: ``bm25_k1`` (1.2), ``context_reach`` (2), ``feedback_docs`` (3), ``fee
 and the fusion settings. Every constant's grid holds its "off" value (0) where it has one."""
 
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
+    "embed_context": (0, 1, 2),
     "vector_weight": (0.4, 0.6, 0.8, 1.0),
     "vector_context_window": (1, 2, 3),
     "vector_candidates": (25, 50, 100),
 }
-"""Searched too when an embedder is given."""
+"""Searched too when an embedder is given. ``embed_context`` is
+:attr:`memvault.MemoryOptions.embed_context`, not a recall option: it changes what is embedded,
+so each of its values has its own ingest of every conversation (:data:`INDEX_OPTIONS`)."""
+
+INDEX_OPTIONS: tuple[str, ...] = ("embed_context",)
+"""Grid names that are :class:`~memvault.MemoryOptions` fields fixed when the store is filled:
+every value in the grid is ingested (and embedded) once per conversation, and a configuration
+is scored on the stores of its value."""
 
 Config = tuple[tuple[str, Any], ...]
 
@@ -114,8 +122,13 @@ class _Open:
 class _Scorer:
     """Scores (configuration, conversation) pairs once each, over stores opened once."""
 
-    def __init__(self, opened: dict[str, _Open], ks: Sequence[int], fixed: dict[str, Any]) -> None:
+    def __init__(self, opened: dict[tuple[str, int], _Open], ks: Sequence[int], fixed: dict[str, Any],
+                 embed_context: int = 0) -> None:
         self.opened = opened
+        """The stores by (conversation, ``embed_context`` they were embedded with)."""
+        self.ids = list(dict.fromkeys(sample_id for sample_id, _ in opened))
+        self.embed_context = embed_context
+        """The ``embed_context`` of a configuration that does not name one."""
         self.ks = list(ks)
         self.fixed = fixed
         """Options outside the grid that differ from the defaults: added to every configuration."""
@@ -126,7 +139,9 @@ class _Scorer:
         key = (config, sample_id)
         if key not in self.answers:
             began = time.perf_counter()
-            self.answers[key] = await self._run(config, self.opened[sample_id])
+            values = dict(config)
+            opened = self.opened[(sample_id, values.pop("embed_context", self.embed_context))]
+            self.answers[key] = await self._run(_config(values), opened)
             self.seconds += time.perf_counter() - began
         return self.answers[key]
 
@@ -211,11 +226,13 @@ async def measure_cv(
     store: str = "sqlite",
     db_dir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    embed_context: int | None = None,
 ) -> dict[str, Any]:
     """Run the cross-validation (see the module doc) and return the JSON-ready result.
 
     ``grid`` defaults to :data:`GRID` (plus :data:`VECTOR_GRID` with an embedder); ``options``
-    (default: the shipped defaults) is the starting point and the "defaults" compared with.
+    (default: the shipped defaults) and ``embed_context`` (default:
+    ``MemoryOptions().embed_context``) are the starting point and the "defaults" compared with.
     Needs at least two conversations."""
     if store not in ("sqlite", "memory"):
         raise ValidationError(f"store must be 'sqlite' or 'memory', got {store!r}")
@@ -241,12 +258,21 @@ async def measure_cv(
         except MemvaultError as error:
             raise ValidationError(f"embedder {spec!r}: {error}") from None
     grid = dict(grid if grid is not None else {**GRID, **(VECTOR_GRID if model is not None else {})})
+    if embed_context is None:
+        embed_context = MemoryOptions().embed_context
+    MemoryOptions(embed_context=embed_context)  # a ValidationError for a bad value
+    if "embed_context" in grid and model is None:
+        raise ValidationError("grid: embed_context needs an embedder")
     for name, values in grid.items():
         if not values:
             raise ValidationError(f"grid: {name} has no values")
         for value in values:
-            dataclasses.replace(base, **{name: value})  # a ValidationError for a bad name or value
-    start = {name: getattr(base, name) for name in grid}
+            if name in INDEX_OPTIONS:
+                MemoryOptions(**{name: value})
+            else:
+                dataclasses.replace(base, **{name: value})  # a ValidationError for a bad name or value
+    start = {name: embed_context if name == "embed_context" else getattr(base, name) for name in grid}
+    contexts = list(dict.fromkeys([embed_context, *grid.get("embed_context", ())]))
     if model is not None and start.get("vector_weight", 0) is None:
         from memvault.recall.options import SCORED_VECTOR_WEIGHT
 
@@ -255,23 +281,26 @@ async def measure_cv(
              if f.name not in grid and getattr(base, f.name) != f.default}
 
     folder = Path(tempfile.mkdtemp(prefix="memvault-bench-locomo-cv-", dir=db_dir))
-    opened: dict[str, _Open] = {}
+    opened: dict[tuple[str, int], _Open] = {}
     began = time.perf_counter()
     try:
-        for index in chosen:
-            conversation = parse_conversation(raw[index])
-            if progress:
-                progress(f"ingesting conversation {index} ({conversation.sample_id})")
-            url = ("memory://" if store == "memory"
-                   else f"sqlite:///{folder / (conversation.sample_id + '.db')}")
-            memory = await Memory.open(url, embedder=model)
-            opened[conversation.sample_id] = _Open(conversation, memory,
-                                                   _MemoReader(memory.store, conversation.sample_id))
-            await ingest(memory, conversation)
-            if model is not None:
-                await memory.flush()
+        for context in contexts:
+            for index in chosen:
+                conversation = parse_conversation(raw[index])
+                if progress:
+                    progress(f"ingesting conversation {index} ({conversation.sample_id}), "
+                             f"embed_context={context}")
+                name = f"{conversation.sample_id}-c{context}.db"
+                url = "memory://" if store == "memory" else f"sqlite:///{folder / name}"
+                memory = await Memory.open(url, embedder=model,
+                                           options=MemoryOptions(embed_context=context))
+                opened[(conversation.sample_id, context)] = _Open(
+                    conversation, memory, _MemoReader(memory.store, conversation.sample_id))
+                await ingest(memory, conversation)
+                if model is not None:
+                    await memory.flush()
         ingest_s = time.perf_counter() - began
-        scorer = _Scorer(opened, ks, fixed)
+        scorer = _Scorer(opened, ks, fixed, embed_context)
         result = await cross_validate(scorer, grid, start, passes, progress)
     finally:
         for entry in opened.values():
@@ -282,7 +311,7 @@ async def measure_cv(
         **result,
         "config": {
             "data": str(data),
-            "conversations": list(opened),
+            "conversations": scorer.ids,
             "ks": ks,
             "embedder": spec,
             "store": store,
@@ -306,7 +335,7 @@ async def cross_validate(
 ) -> dict[str, Any]:
     """The folds (each conversation of ``scorer`` held out in turn), their means, the held-out
     questions pooled, the ``start`` values' figures, and the value each constant took most often."""
-    ids, ks = list(scorer.opened), scorer.ks
+    ids, ks = scorer.ids, scorer.ks
     folds: list[dict[str, Any]] = []
     for held in ids:
         train = [i for i in ids if i != held]

@@ -167,6 +167,11 @@ def locomo(
                      "the others and score it (default conversations 0-4).")] = False,
     passes: Annotated[int, typer.Option(
         "--passes", min=1, help="With --cv: rounds of the coordinate-wise search.")] = 1,
+    embed_context: Annotated[int | None, typer.Option(
+        "--embed-context", min=0,
+        help="With --embedder: MemoryOptions.embed_context, how many earlier messages of its "
+             "thread are embedded with each message (default: the library's); with --cv, the "
+             "starting value.")] = None,
 ) -> None:
     """Turn-level evidence recall@k of memvault's recall on LoCoMo, overall, per question
     category and per conversation, with tokens fed and time per query; with --cv, the
@@ -192,9 +197,10 @@ def locomo(
 
             return locomo_cv.run_cv(data, conversations=conversations or "0-4", ks=ks,
                                     embedder=embedder, options=options, passes=passes, store=store,
-                                    db_dir=db_dir, progress=progress)
+                                    db_dir=db_dir, progress=progress, embed_context=embed_context)
         return bench_locomo.run(data, conversations=conversations, ks=ks, embedder=embedder,
-                                options=options, store=store, db_dir=db_dir, progress=progress)
+                                options=options, store=store, db_dir=db_dir, progress=progress,
+                                embed_context=embed_context)
 
     try:
         if as_json:

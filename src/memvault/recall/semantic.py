@@ -48,6 +48,7 @@ from memvault.embeddings.base import probe
 from memvault.errors import ConfigurationError
 from memvault.model import Message, TextPart, ToolResultPart
 from memvault.recall.types import MessageRef, VectorMatch
+from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import EmbeddingStore
 from memvault.stores.common import embedding_mismatch
 from memvault.vectors.base import VectorIndex, VectorItem
@@ -66,18 +67,50 @@ def vector_id(resource_id: str, thread_id: str, message_id: str) -> str:
     return f"msg:{resource_id}:{thread_id}:{message_id}"
 
 
-def embedding_text(message: Message, author_key: str = "name") -> str:
+def embedding_text(
+    message: Message, author_key: str = "name", context: Sequence[Message] = ()
+) -> str:
     """What is embedded for a message: its text parts and its tool results' text, prefixed by
     its author's name when ``metadata[author_key]`` has one ("Ana: I started cello lessons"),
     since questions name people (measured on LoCoMo: +12.6 recall@5 for vectors alone).
     ``author_key`` is :attr:`memvault.recall.RecallOptions.author_key`, the one source of the
-    author's name for words and vectors."""
+    author's name for words and vectors.
+
+    ``context``: the messages just before it in its thread, oldest first
+    (:attr:`memvault.MemoryOptions.embed_context` of them), in the same form, one a line, after
+    it and nearest first, each cut to its last :data:`CONTEXT_CHARS` characters ("Ana: Yes,
+    last Sunday!" then "Ben: Did you go camping?"), so that a reply carries what it answers.
+    The message comes first so that an embedder that cuts long input (all-MiniLM-L6-v2 reads
+    256 word pieces) cuts the farthest context, never the message. A message with no text of
+    its own embeds nothing, whatever its context."""
+    own = _own_text(message, author_key)
+    if not own or not context:
+        return own
+    nearest_first = (_own_text(m, author_key) for m in reversed(context))
+    return "\n".join([own, *(text[-CONTEXT_CHARS:] for text in nearest_first if text)])
+
+
+CONTEXT_CHARS = 500
+"""How much of each context message is embedded with a message (its end: what was said last)."""
+
+
+def _own_text(message: Message, author_key: str) -> str:
     chunks = [p.text for p in message.parts if isinstance(p, TextPart)]
     chunks += [p.output for p in message.parts
                if isinstance(p, ToolResultPart) and isinstance(p.output, str)]
     text = "\n".join(c for c in chunks if c.strip())
     name = message.metadata.get(author_key)
     return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
+
+
+def recorded_model(model: str, embed_context: int) -> str:
+    """The model name recorded with the stored vectors: the embedder's, with the number of
+    context messages embedded with each message when there are any
+    (``"sentence-transformers/all-MiniLM-L6-v2 +context=1"``), so that changing
+    :attr:`memvault.MemoryOptions.embed_context` is detected at start like a change of model
+    (``memvault reindex`` embeds again). ``0`` records the bare model name, as before the
+    option existed."""
+    return model if embed_context == 0 else f"{model} +context={embed_context}"
 
 
 def _key(message: Message) -> _Key:
@@ -96,6 +129,7 @@ class SemanticIndex:
         batch_size: int = 100,
         query_timeout: float | None = 10.0,
         author_key: str = "name",
+        embed_context: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -106,9 +140,16 @@ class SemanticIndex:
         self.batch_size = batch_size
         self.query_timeout = query_timeout
         self.author_key = author_key
+        if not isinstance(embed_context, int) or isinstance(embed_context, bool) or embed_context < 0:
+            raise ConfigurationError(f"embed_context must be an integer >= 0, got {embed_context!r}")
+        if embed_context and not callable(getattr(store, "get_messages", None)):
+            raise ConfigurationError("embed_context needs a store that reads messages (get_messages)")
+        self.embed_context = embed_context
+        """How many earlier messages of its thread are embedded with each message
+        (:func:`embedding_text`; :attr:`memvault.MemoryOptions.embed_context`)."""
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
-        self._queue: list[Message] = []
+        self._queue: list[tuple[Message, bool]] = []  # (message, whether its followers re-embed)
         self._queued: Counter[_Key] = Counter()  # being saved, queued or in the batch being embedded
         self._task: asyncio.Task[None] | None = None
         self._behind = False  # a batch failed: catch up from the store next time
@@ -118,16 +159,20 @@ class SemanticIndex:
         recorded = await self.store.embedding_model()
         if recorded is not None:
             known = self.embedder.dimensions
-            if recorded[0] != self.embedder.model or (known is not None and known != recorded[1]):
-                raise ConfigurationError(
-                    embedding_mismatch(recorded, (self.embedder.model, known))
-                )
+            if recorded[0] != self.model or (known is not None and known != recorded[1]):
+                raise ConfigurationError(embedding_mismatch(recorded, (self.model, known)))
             self._ensure_index(recorded[1])
         if self._lazy():
             self._cursor = await self.store.embedding_cursor()  # type: ignore[attr-defined]
         else:
             await self._load_new()
         self._behind = True  # messages saved while no embedder ran are caught up lazily
+
+    @property
+    def model(self) -> str:
+        """The model name recorded with the vectors: the embedder's, marked with
+        :attr:`embed_context` when it is not 0 (:func:`recorded_model`)."""
+        return recorded_model(self.embedder.model, self.embed_context)
 
     def _lazy(self) -> bool:
         """Whether vectors are searched through a :class:`StoredIndex` (no index given, and the
@@ -192,9 +237,13 @@ class SemanticIndex:
         self._queued.subtract(keys)
         self._queued = +self._queued  # drop the zero counts
 
-    def enqueue(self, messages: Sequence[Message]) -> None:
-        """Embed these committed messages in the background (call it inside :meth:`saving`)."""
-        self._queue.extend(messages)
+    def enqueue(self, messages: Sequence[Message], *, followers: bool = True) -> None:
+        """Embed these committed messages in the background (call it inside :meth:`saving`).
+
+        With :attr:`embed_context`, the messages that follow one of them in its thread (up to
+        ``embed_context`` later, already embedded with its former text as their context: the
+        message was edited) are embedded again too, unless ``followers`` is false."""
+        self._queue.extend((m, followers) for m in messages)
         self._queued.update(_key(m) for m in messages)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
@@ -208,7 +257,8 @@ class SemanticIndex:
         while self._queue:
             batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size :]
             try:
-                await self._embed(batch)
+                await self._embed([m for m, _ in batch],
+                                  followers=[m for m, again in batch if again])
                 if self._behind:
                     self._behind = False
                     await self.catch_up()
@@ -219,12 +269,15 @@ class SemanticIndex:
                     "the next save or `memvault reindex`: %r", len(batch), exc,
                 )
             finally:
-                self._forget(_key(m) for m in batch)
+                self._forget(_key(m) for m, _ in batch)
 
-    async def _embed(self, messages: Sequence[Message]) -> int:
+    async def _embed(self, messages: Sequence[Message], followers: Sequence[Message] = ()) -> int:
         if not messages:
             return 0
-        texts = [embedding_text(m, self.author_key) for m in messages]
+        if self.embed_context:
+            messages, texts = await self._with_context(messages, followers)
+        else:
+            texts = [embedding_text(m, self.author_key) for m in messages]
         wanted = [i for i, text in enumerate(texts) if text]
         vectors = await self.embedder.embed([texts[i] for i in wanted]) if wanted else None
         blobs = [b""] * len(messages)
@@ -237,7 +290,7 @@ class SemanticIndex:
         index = self._ensure_index(dimensions)
         keys = [_key(m) for m in messages]
         stored = await self.store.save_embeddings(
-            self.embedder.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
+            self.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
         )
         if isinstance(index, StoredIndex):
             await index.add([(*k, b) for k, b in zip(keys, blobs, strict=True) if b])
@@ -247,6 +300,55 @@ class SemanticIndex:
                 for row, i in enumerate(wanted)
             ])
         return stored
+
+    async def _with_context(
+        self, messages: Sequence[Message], followers: Sequence[Message]
+    ) -> tuple[list[Message], list[str]]:
+        """The messages to embed (these, then the later neighbours of ``followers`` that are
+        not among them) and their texts with :attr:`embed_context` earlier messages each, read
+        from the store: one read per thread, each message with its neighbours on both sides.
+        A message no longer stored keeps no context (its vector row is skipped anyway)."""
+        reach = self.embed_context
+        wanted = {_key(m) for m in followers}
+        by_thread: dict[tuple[str, str], list[str]] = {}
+        for m in messages:
+            by_thread.setdefault((m.resource_id or "", m.thread_id or ""), []).append(m.id)
+        contexts: dict[_Key, list[Message]] = {}
+        extra: dict[_Key, Message] = {}
+        batch = {_key(m) for m in messages}
+        for (resource_id, thread_id), ids in by_thread.items():
+            run = await self.store.get_messages(  # type: ignore[attr-defined]
+                resource_id, thread_id, MessageQuery(ids=list(dict.fromkeys(ids)),
+                                                     message_range=reach))
+            keys = [(resource_id, thread_id, m.id) for m in run]
+            for position, key in enumerate(keys):
+                contexts[key] = list(run[max(0, position - reach):position])
+                if key in wanted:
+                    for later, other in zip(keys[position + 1:position + 1 + reach],
+                                            run[position + 1:position + 1 + reach], strict=True):
+                        if later not in batch and later not in self._queued:
+                            extra.setdefault(later, other)
+        every = [*messages, *extra.values()]
+        return every, [embedding_text(m, self.author_key, contexts.get(_key(m), ())) for m in every]
+
+    async def followers(self, resource_id: str, thread_id: str, ids: Sequence[str]) -> list[Message]:
+        """The messages of the thread that have one of ``ids`` among their
+        :attr:`embed_context` earlier messages (not those of ``ids``): what to embed again once
+        those are deleted. Read before the deletion."""
+        if not self.embed_context or not ids:
+            return []
+        run = await self.store.get_messages(  # type: ignore[attr-defined]
+            resource_id, thread_id, MessageQuery(ids=list(dict.fromkeys(ids)),
+                                                 message_range=self.embed_context))
+        gone, out, last = set(ids), [], -1
+        positions = [i for i, m in enumerate(run) if m.id in gone]
+        for position in positions:
+            for later in range(max(position + 1, last + 1),
+                               min(len(run), position + 1 + self.embed_context)):
+                if run[later].id not in gone:
+                    out.append(run[later])
+                last = later
+        return out
 
     async def catch_up(self) -> int:
         """Embed every stored message that has no vector yet (from any process), except those

@@ -113,6 +113,17 @@ def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) 
     """The message for vectors stored by another model (``wanted[1]`` is ``None`` when the new
     embedder has not said its dimensions yet)."""
     size = "" if wanted[1] is None else f" ({wanted[1]} dimensions)"
+    (stored_model, stored_context), (wanted_model, wanted_context) = (
+        _context_of(stored[0]), _context_of(wanted[0]))
+    if stored_model == wanted_model and stored_context != wanted_context and wanted[1] in (None, stored[1]):
+        return (
+            f"the stored vectors of {stored_model!r} were embedded with {stored_context} earlier "
+            f"message(s) of their thread as context (MemoryOptions.embed_context={stored_context}), "
+            f"not {wanted_context}: run `memvault reindex --embedder SPEC --embed-context "
+            f"{wanted_context}` to embed the messages again (from Python: open the Memory without an "
+            "embedder, call `await memory.clear_embeddings()`, then open it with the embedder and "
+            "the new embed_context and call `await memory.reindex()`)"
+        )
     return (
         f"the stored vectors come from {stored[0]!r} ({stored[1]} dimensions), not from "
         f"{wanted[0]!r}{size}: run `memvault reindex --embedder SPEC` to embed the messages "
@@ -120,6 +131,14 @@ def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) 
         "`await memory.clear_embeddings()`, then open it with the new one and call "
         "`await memory.reindex()`)"
     )
+
+
+def _context_of(recorded: str) -> tuple[str, int]:
+    """A recorded model name split into the model and its ``embed_context``
+    (:func:`memvault.recall.semantic.recorded_model`: ``"<model> +context=N"``, or the bare name
+    for 0)."""
+    model, mark, number = recorded.rpartition(" +context=")
+    return (model, int(number)) if mark and number.isdigit() else (recorded, 0)
 
 
 def saved_messages(
