@@ -46,7 +46,6 @@ import asyncio
 import ctypes
 import functools
 import os
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -194,7 +193,6 @@ class StoredIndex:
         self._partitions: OrderedDict[str, QuantizedPartition] = OrderedDict()
         self._loading: dict[str, asyncio.Future[QuantizedPartition]] = {}
         self._pending: dict[str, list[Op]] = {}
-        self._lock = threading.Lock()
         self.loads = 0
         """How many times a resource was read from the store (first searches and reloads)."""
 
@@ -368,12 +366,11 @@ class StoredIndex:
                 break
         self.loads += 1
         _release_freed_memory()
-        with self._lock:
-            for op in self._pending.pop(resource_id):
-                op(partition)
-            del self._loading[resource_id]
-            self._partitions[resource_id] = partition
-            self._evict(keep=resource_id)
+        for op in self._pending.pop(resource_id):
+            op(partition)
+        del self._loading[resource_id]
+        self._partitions[resource_id] = partition
+        self._evict(keep=resource_id)
         return partition
 
     def _put_rows(self, rows: Sequence[tuple[str, str, bytes]], partition: QuantizedPartition) -> None:
@@ -419,22 +416,21 @@ class StoredIndex:
 
     async def forget_resource(self, resource_id: str) -> None:
         """The resource was deleted: drop its vectors from memory."""
-        with self._lock:
-            self._partitions.pop(resource_id, None)
-            if resource_id in self._pending:
-                self._pending[resource_id].append(lambda p: p.remove(np.arange(p.size)))
+        self._partitions.pop(resource_id, None)
+        if resource_id in self._pending:
+            self._pending[resource_id].append(lambda p: p.remove(np.arange(p.size)))
 
     async def clear(self) -> None:
         """Every stored vector was deleted: drop everything loaded."""
-        with self._lock:
-            self._partitions.clear()
-            for ops in self._pending.values():
-                ops.append(lambda p: p.remove(np.arange(p.size)))
+        self._partitions.clear()
+        for ops in self._pending.values():
+            ops.append(lambda p: p.remove(np.arange(p.size)))
 
     async def _apply(self, resource_id: str, work: int, op: Op) -> None:
         """Run ``op`` on the resource's loaded partition, or queue it for the load under way."""
-        # The dicts of partitions and pending loads change on the event loop's thread only;
-        # ``run`` (maybe in a worker thread, under the partition's lock) changes its rows.
+        # The dicts of partitions and pending loads are read and changed on the event loop's
+        # thread only (no lock: nothing else touches them); ``run`` (maybe in a worker thread,
+        # under the partition's lock) changes its rows.
         # A partition evicted meanwhile needs nothing: the change was in the store before this
         # call, so a load begun since reads it (and one under way replays its pending ops).
         partition = self._partitions.get(resource_id)
@@ -446,14 +442,7 @@ class StoredIndex:
             if partition.size == 0 and self._partitions.get(resource_id) is partition:
                 del self._partitions[resource_id]  # an empty resource costs nothing to read again
         elif resource_id in self._pending:
-            with self._lock:
-                pending = self._pending.get(resource_id)
-                if pending is not None:
-                    pending.append(op)
-                    return
-            loaded = self._partitions.get(resource_id)
-            if loaded is not None:
-                await self._run(loaded, work, lambda: op(loaded))
+            self._pending[resource_id].append(op)
 
     # running
 
