@@ -171,6 +171,25 @@ def test_with_an_embedder(data: Path) -> None:
     assert result["questions"] == 12
 
 
+def test_the_timed_call_embeds_the_question(data: Path) -> None:
+    """The time per query includes embedding the question: an embedder that takes 60 ms for
+    one text (a question; turns are embedded in batches) puts every timed call above 60 ms."""
+    pytest.importorskip("numpy", reason="embedders need numpy")
+    import time
+
+    from memvault.embeddings.function import FunctionEmbedder
+
+    def slow_for_one(texts: list[str]) -> list[list[float]]:
+        if len(texts) == 1:
+            time.sleep(0.06)
+        return locomo.hash_vectors(texts, 16)
+
+    embedder = FunctionEmbedder(slow_for_one, model="slow-for-one", dimensions=16)
+    result = locomo.run(data, conversations="0", ks=(5,), embedder=embedder, store="memory")
+    assert result["questions"] > 0
+    assert result["ms_per_query"]["p50"] >= 60  # the sleep is inside the timed call
+
+
 async def test_the_vector_path_is_the_library_s() -> None:
     pytest.importorskip("numpy", reason="embedders need numpy")
     from memvault.recall import RecallOptions
