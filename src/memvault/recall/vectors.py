@@ -139,13 +139,20 @@ def neighbourhoods(reads: dict[str, list[Message]], keys: set[Key], window: int)
     A read is a list of runs in thread order; every key was read with at least ``window``
     neighbours each side (or its thread ends there), so positions around a key in its list are
     its true neighbours in the thread."""
+    by_thread: dict[str, list[str]] = {}
+    for name, message_id in keys:
+        by_thread.setdefault(name, []).append(message_id)
     out: dict[Key, Neighbourhood] = {}
-    for name, found in reads.items():
-        for i, message in enumerate(found):
-            key = (name, message.id)
-            if key in keys and key not in out:
+    for name, ids in by_thread.items():
+        found = reads.get(name)
+        if not found:
+            continue
+        position = {m.id: i for i, m in enumerate(found)}  # a read holds each message once
+        for message_id in ids:
+            i = position.get(message_id)
+            if i is not None:
                 low, high = max(0, i - window), min(len(found), i + window + 1)
-                out[key] = [(abs(j - i), (name, found[j].id)) for j in range(low, high)]
+                out[(name, message_id)] = [(abs(j - i), (name, found[j].id)) for j in range(low, high)]
     return out
 
 
@@ -162,29 +169,34 @@ async def scored(
     weighted ``decay ** d`` (neighbours without a vector are skipped). With ``minimum``, a key
     whose own similarity is below it (or who has none) gets no score. ``None`` when the scorer
     failed (logged and in ``warnings``)."""
-    refs = list(dict.fromkeys(MessageRef(*key) for near in around.values() for _, key in near))
-    if not refs:
+    unique = dict.fromkeys(key for near in around.values() for _, key in near)
+    if not unique:
         return {}
     try:
-        similarity = await scorer.similarities(query, resource_id, refs)
+        similarity = await scorer.similarities(query, resource_id, [MessageRef(*key) for key in unique])
     except asyncio.CancelledError:
         raise
     except Exception as error:
         warn(warnings, f"vector scoring failed, using the vector search's matches only: "
                        f"{type(error).__name__}: {error}")
         return None
+    # a MessageRef is a tuple: the answer is looked up by the plain (thread, id) keys
+    found: Mapping[Key, float] = similarity  # type: ignore[assignment]
+    values = {key: float(value) for key in unique if (value := found.get(key)) is not None}
+    farthest = max((distance for near in around.values() for distance, _ in near), default=0)
+    weights = [decay ** distance for distance in range(farthest + 1)]
     out: dict[Key, float] = {}
     for key, near in around.items():
         if minimum is not None:
-            own = similarity.get(MessageRef(*key))
+            own = values.get(key)
             if own is None or own < minimum:
                 continue
         total = weight = 0.0
         for distance, other in near:
-            value = similarity.get(MessageRef(*other))
+            value = values.get(other)
             if value is not None:
-                w = decay ** distance
-                total += w * float(value)
+                w = weights[distance]
+                total += w * value
                 weight += w
         if weight > 0:
             out[key] = total / weight
