@@ -149,3 +149,41 @@ def test_property_a_stored_string_reads_as_json_loads_reads_it(parts: str) -> No
         assert isinstance(read.parts[0], TextPart) and read.parts[0].text == expected
     else:
         assert read.unreadable is not None
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+STORED_METADATA = st.one_of(
+    st.dictionaries(st.text(max_size=10), _JSON_VALUES, max_size=5).map(
+        lambda d: json.dumps(d, ensure_ascii=False, separators=(",", ":"))),   # as stored
+    st.dictionaries(st.text(max_size=10), _JSON_VALUES, max_size=5).map(json.dumps),  # spaced
+    _JSON_VALUES.map(json.dumps),                                            # not an object
+    st.text(alphabet=st.sampled_from('{}[]":,\\ 0a1en\n'), max_size=16),   # malformed
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2).map(
+        lambda d: " " + json.dumps(d) + " "),                                # spaces around
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2).map(
+        lambda d: json.dumps(d) + "{}"),                                     # trailing data
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(metadata=STORED_METADATA)
+def test_property_stored_metadata_reads_as_json_loads_reads_it(metadata: str) -> None:
+    """Metadata is read by the C scanner alone when the text is one JSON value; what it
+    gives, or refuses, is what ``json.loads`` gives or refuses."""
+    try:
+        expected: Any = json.loads(metadata)
+    except (ValueError, RecursionError):
+        expected = None
+    logging.getLogger("memvault.stores").disabled = True
+    try:
+        read = rows.message(("m", "t", "r", 3, "user", '"hi"', metadata, 0))
+    finally:
+        logging.getLogger("memvault.stores").disabled = False
+    if isinstance(expected, dict):
+        assert read.unreadable is None and read.metadata == expected
+    else:
+        assert read.unreadable is not None

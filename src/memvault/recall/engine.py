@@ -207,11 +207,12 @@ async def _scored(
     neighbours' messages (new candidates). The matches' own similarities, and no new candidate,
     when the scorer fails."""
     window = options.vector_context_window
+    read: dict[str, dict[str, int]] = {}  # the positions in vector_reads
     around = vectors.neighbourhoods(lexical_reads, set(candidates.lexical), window)
-    matched = vectors.neighbourhoods(vector_reads, set(candidates.vector) - set(around), window)
+    matched = vectors.neighbourhoods(vector_reads, set(candidates.vector) - set(around), window, read)
     pool = {key for near in matched.values() for _, key in near} - set(around) - in_window
     around.update(matched)
-    around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window))
+    around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window, read))
     smoothed = await vectors.scored(scorer, query, resource_id, around, options.vector_context_decay,
                                     warnings, minimum=options.min_vector_score)
     if smoothed is None:

@@ -18,6 +18,7 @@ named in the query, and a date the query names (:mod:`memvault.recall.dates`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, OrderedDict
@@ -301,11 +302,17 @@ def _document(message: Message, options: RecallOptions) -> str:
     return f"{name}: {text}" if isinstance(name, str) and name else text
 
 
-def _author_words(message: Message, author_key: str) -> list[str]:
+def _author_words(message: Message, author_key: str) -> tuple[str, ...]:
     name = message.metadata.get(author_key)
     if not isinstance(name, str):
-        return []
-    return [word for word in tokens(name) if word not in STOP_WORDS]
+        return ()
+    return _name_words(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_words(name: str) -> tuple[str, ...]:
+    """An author's name as query words (a resource's authors are few: each is tokenized once)."""
+    return tuple(word for word in tokens(name) if word not in STOP_WORDS)
 
 
 def _priors(

@@ -133,21 +133,31 @@ async def read_matches(
     return {key: score for key, score in scores.items() if key in known or key in found}, reads, found
 
 
-def neighbourhoods(reads: dict[str, list[Message]], keys: set[Key], window: int) -> dict[Key, Neighbourhood]:
+def neighbourhoods(
+    reads: dict[str, list[Message]],
+    keys: set[Key],
+    window: int,
+    positions: dict[str, dict[str, int]] | None = None,
+) -> dict[Key, Neighbourhood]:
     """Each key found in ``reads`` with its neighbours up to ``window`` each side.
 
     A read is a list of runs in thread order; every key was read with at least ``window``
     neighbours each side (or its thread ends there), so positions around a key in its list are
-    its true neighbours in the thread."""
+    its true neighbours in the thread. ``positions`` keeps each thread's message positions
+    between calls over the same ``reads``."""
     by_thread: dict[str, list[str]] = {}
     for name, message_id in keys:
         by_thread.setdefault(name, []).append(message_id)
+    if positions is None:
+        positions = {}
     out: dict[Key, Neighbourhood] = {}
     for name, ids in by_thread.items():
         found = reads.get(name)
         if not found:
             continue
-        position = {m.id: i for i, m in enumerate(found)}  # a read holds each message once
+        position = positions.get(name)
+        if position is None:  # a read holds each message once
+            position = positions[name] = {m.id: i for i, m in enumerate(found)}
         for message_id in ids:
             i = position.get(message_id)
             if i is not None:

@@ -206,12 +206,25 @@ def decode_role(stored: Any) -> str:
     return str(stored)
 
 
+_scan = json.JSONDecoder().scan_once
+"""The C scanner ``json.loads`` runs, without its two Python layers (about 2.7 of 3.3 µs for a
+small object)."""
+
+
 def _loads(stored: str, column: str) -> Any:
+    """``json.loads(stored)``, by the scanners alone when the whole text is one value (what
+    the stores write); anything else (spaces around, trailing data, malformed) is left to
+    ``json.loads``, which reads or refuses it."""
     try:
         if stored[:1] == '"':  # a JSON string (the compact parts of one text part): its scanner alone
             value, end = scanstring(stored, 1)
-            if end == len(stored):
-                return value
+        else:
+            try:
+                value, end = _scan(stored, 0)
+            except StopIteration:  # no value at the start (empty, a space): json.loads says why
+                end = -1
+        if end == len(stored):
+            return value
         return json.loads(stored)
     except json.JSONDecodeError as exc:
         raise Unreadable(f"{column} is not JSON ({exc.msg} at character {exc.pos})") from None

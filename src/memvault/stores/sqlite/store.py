@@ -425,7 +425,7 @@ class SqliteStore(SqliteGraph):
         if not keys:
             return []
         return await self._worker.read_small(_vectors.embeddings_of, resource_id,
-                                             json.dumps([list(k) for k in keys]))
+                                             json.dumps(list(keys)))  # pairs: JSON arrays
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
