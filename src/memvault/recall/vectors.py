@@ -151,18 +151,16 @@ def neighbourhoods(
     if positions is None:
         positions = {}
     out: dict[Key, Neighbourhood] = {}
-    for name, ids in by_thread.items():
-        found = reads.get(name)
-        if not found:
+    for name, found in reads.items():  # in the reads' order, as the scorer is then asked
+        ids = by_thread.get(name)
+        if not ids:
             continue
         position = positions.get(name)
         if position is None:  # a read holds each message once
             position = positions[name] = {m.id: i for i, m in enumerate(found)}
-        for message_id in ids:
-            i = position.get(message_id)
-            if i is not None:
-                low, high = max(0, i - window), min(len(found), i + window + 1)
-                out[(name, message_id)] = [(abs(j - i), (name, found[j].id)) for j in range(low, high)]
+        for i in sorted(p for message_id in ids if (p := position.get(message_id)) is not None):
+            low, high = max(0, i - window), min(len(found), i + window + 1)
+            out[(name, found[i].id)] = [(abs(j - i), (name, found[j].id)) for j in range(low, high)]
     return out
 
 
