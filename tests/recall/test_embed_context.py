@@ -112,13 +112,20 @@ async def test_two_earlier_messages_and_none_without_the_option(url: str) -> Non
     await memory.close()
 
 
-async def test_an_edit_embeds_the_messages_after_it_again(url: str) -> None:
+async def three_turns(url: str, first: str) -> tuple[Memory, Recorder]:
+    """A store embedding one message of context, with a thread of three turns ("a", whose
+    text is ``first``, "b", "c") embedded and the recorder emptied."""
     recorder = Recorder()
     memory = await opened(url, recorder, 1)
-    await memory.save_messages([said("a", "Ben", "Did you go camping?"), said("b", "Ana", "Yes!"),
+    await memory.save_messages([said("a", "Ben", first), said("b", "Ana", "Yes!"),
                                 said("c", "Ben", "Great.")], thread_id="t", resource_id="r")
     await memory.flush()
     recorder.take()
+    return memory, recorder
+
+
+async def test_an_edit_embeds_the_messages_after_it_again(url: str) -> None:
+    memory, recorder = await three_turns(url, "Did you go camping?")
     await memory.save_messages([said("a", "Ben", "Did you go hiking?")], thread_id="t", resource_id="r")
     await memory.flush()
     # "b" had "a" as its context; "c" did not
@@ -127,12 +134,7 @@ async def test_an_edit_embeds_the_messages_after_it_again(url: str) -> None:
 
 
 async def test_a_deletion_embeds_the_messages_after_it_without_it(url: str) -> None:
-    recorder = Recorder()
-    memory = await opened(url, recorder, 1)
-    await memory.save_messages([said("a", "Ben", "secret plan"), said("b", "Ana", "Yes!"),
-                                said("c", "Ben", "Great.")], thread_id="t", resource_id="r")
-    await memory.flush()
-    recorder.take()
+    memory, recorder = await three_turns(url, "secret plan")
     await memory.delete_messages(["a"], thread_id="t", resource_id="r")
     await memory.flush()
     assert recorder.take() == ["Ana: Yes!"]
