@@ -40,12 +40,19 @@ class _Thread:
 
     messages: dict[str, Message] = field(default_factory=dict)
     reach: dict[str, int] = field(default_factory=dict)
+    _order: tuple[list[Message], dict[str, int]] | None = None
+    """:attr:`messages` in thread order with each id's position, until the next :meth:`add`."""
 
-    def ordered(self) -> list[Message]:
-        return sorted(self.messages.values(), key=lambda m: (m.seq or 0, m.id))
+    def ordered(self) -> tuple[list[Message], dict[str, int]]:
+        """The messages read, in thread order, and each id's position in that list."""
+        if self._order is None:
+            ordered = sorted(self.messages.values(), key=lambda m: (m.seq or 0, m.id))
+            self._order = ordered, {m.id: i for i, m in enumerate(ordered)}
+        return self._order
 
     def add(self, found: list[Message], ids: set[str], message_range: int) -> None:
         """Merge the answer of ``get_messages(ids=ids, message_range=message_range)``."""
+        self._order = None
         for message in found:
             self.messages[message.id] = message
         position = {m.id: i for i, m in enumerate(found)}
@@ -64,8 +71,7 @@ class _Thread:
 
     def around(self, ids: Sequence[str], message_range: int) -> list[Message]:
         """The messages within ``message_range`` of ``ids`` (all covered), in thread order."""
-        ordered = self.ordered()
-        position = {m.id: i for i, m in enumerate(ordered)}
+        ordered, position = self.ordered()
         keep: set[int] = set()
         for message_id in ids:
             i = position.get(message_id)
