@@ -48,9 +48,9 @@ from memvault.bench.locomo import (
     select,
 )
 from memvault.errors import MemvaultError, ValidationError
-from memvault.model import SearchHit
 from memvault.recall import RecallOptions
 from memvault.recall.reader import RecallReader
+from memvault.stores.passages import Passage
 
 GRID: dict[str, tuple[Any, ...]] = {
     "context_window": (2, 3, 4),
@@ -95,9 +95,11 @@ class _MemoReader(RecallReader):
 
     def __init__(self, store: Any, resource_id: str) -> None:
         super().__init__(store, resource_id)
-        self._searches: dict[tuple[str, str | None, int], list[SearchHit]] = {}
+        self._searches: dict[tuple[str, str | None, int], list[tuple[Passage, float]]] = {}
 
-    async def full_text(self, query: str, *, thread_id: str | None, limit: int) -> list[SearchHit]:
+    async def full_text(
+        self, query: str, *, thread_id: str | None, limit: int
+    ) -> list[tuple[Passage, float]]:
         key = (query, thread_id, limit)
         if key not in self._searches:
             self._searches[key] = await super().full_text(query, thread_id=thread_id, limit=limit)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 
 from memvault.model import Message
 from memvault.recall.types import Key
+from memvault.stores.passages import Passage
 
 REACH = 1
 """How far (in positions of a thread) a taken hit makes a candidate its neighbour."""
@@ -34,7 +35,7 @@ REACH = 1
 
 def diversify(
     ranked: Sequence[tuple[Key, float]],
-    messages: Mapping[Key, Message],
+    messages: Mapping[Key, Message | Passage],
     top_k: int,
     *,
     thread_penalty: float = 0.0,

@@ -21,7 +21,7 @@ import asyncio
 from typing import Any
 
 from memvault.errors import ValidationError
-from memvault.model import Message, SearchHit, valid_id
+from memvault.model import Message, valid_id
 from memvault.recall import merge as merging
 from memvault.recall import vectors
 from memvault.recall.diversity import diversify
@@ -39,6 +39,7 @@ from memvault.recall.types import (
     VectorSearch,
 )
 from memvault.rules.history import pair_tool_parts
+from memvault.stores.passages import Passage
 
 
 async def recall(
@@ -102,19 +103,19 @@ async def recall(
     candidates = Candidates()
     for key, candidate in lexical.candidates.items():
         if key not in in_window:
-            candidates.messages[key] = candidate.message
+            candidates.passages[key] = candidate.passage
             candidates.lexical[key] = candidate.score
     vector_scores, reads, matched = await vectors.read_matches(reader, search_thread, matches,
-                                                               candidates.messages, options, reach)
-    candidates.messages.update(matched)
+                                                               candidates.passages, options, reach)
+    candidates.passages.update(matched)
     windowed = {(thread or "", message_id) for thread, message_id in in_window}
     candidates.vector = {key: score for key, score in vector_scores.items() if key not in windowed}
     if vector_scorer is not None:
         scores, neighbours = await _scored(vector_scorer, query, reader.resource_id, candidates,
                                            lexical.threads, reads, windowed, options, warnings)
         candidates.vector = scores
-        candidates.messages.update(neighbours)
-    messages = candidates.messages
+        candidates.passages.update(neighbours)
+    passages = candidates.passages
 
     sources = {"lexical": candidates.lexical, "vector": candidates.vector}
     weights = {"lexical": options.lexical_weight, "vector": _vector_weight(options, vector_scorer)}
@@ -123,20 +124,20 @@ async def recall(
     else:
         fused = weighted_fusion(sources, weights, options.normalization)
     fused = thread_prior(fused, options.thread_boost)
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], messages[item[0]].created_at, item[0]))
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], passages[item[0]].created_us, item[0]))
     if ranked and options.relative_threshold > 0:
         floor = ranked[0][1] * options.relative_threshold
         ranked = [item for item in ranked if item[1] >= floor]
-    ranked = diversify(ranked, messages, options.top_k, thread_penalty=options.thread_diversity,
+    ranked = diversify(ranked, passages, options.top_k, thread_penalty=options.thread_diversity,
                        neighbour_penalty=options.neighbour_diversity)
 
-    contexts = await _neighbours(reader, [key for key, _ in ranked], messages, options.message_range)
+    contexts = await _neighbours(reader, [key for key, _ in ranked], passages, options.message_range)
     hits: list[RecallHit] = []
     recalled: list[Message] = []
     for key, score in ranked:
         if key not in contexts:  # deleted since it was found
             continue
-        message = messages[key]
+        message = passages[key].message()
         context = tuple(m for m in contexts[key] if merging.key(m) not in in_window)
         recalled.extend(context)
         hits.append(RecallHit(
@@ -169,7 +170,7 @@ async def _nothing() -> list[Any]:
 
 async def _read_once(
     reader: RecallReader,
-    found: list[SearchHit],
+    found: list[tuple[Passage, float]],
     matched: dict[Key, float],
     options: RecallOptions,
     reach: int,
@@ -182,7 +183,7 @@ async def _read_once(
         wanted.setdefault(name, []).append(message_id)
     if wanted:
         span = max(lexical_span(options) if lexical else 0, reach if matched else 0)
-        await reader.around(wanted, span)
+        await reader.passages(wanted, span)
 
 
 def _vector_weight(options: RecallOptions, scorer: VectorScorer | None) -> float:
@@ -196,12 +197,12 @@ async def _scored(
     query: str,
     resource_id: str,
     candidates: Candidates,
-    lexical_reads: dict[str, list[Message]],
-    vector_reads: dict[str, list[Message]],
+    lexical_reads: dict[str, list[Passage]],
+    vector_reads: dict[str, list[Passage]],
     in_window: set[Key],
     options: RecallOptions,
     warnings: list[str],
-) -> tuple[dict[Key, float], dict[Key, Message]]:
+) -> tuple[dict[Key, float], dict[Key, Passage]]:
     """Every candidate's context-smoothed similarity (:mod:`memvault.recall.vectors`): the
     lexical candidates, the vector search's matches and the matches' neighbours, and those
     neighbours' messages (new candidates). The matches' own similarities, and no new candidate,
@@ -217,19 +218,19 @@ async def _scored(
                                     warnings, minimum=options.min_vector_score)
     if smoothed is None:
         return candidates.vector, {}
-    by_key = {(name, m.id): m for name, read in vector_reads.items() for m in read}
+    by_key = {(name, p.id): p for name, read in vector_reads.items() for p in read}
     return smoothed, {key: by_key[key] for key in pool if key in smoothed}
 
 
 async def _neighbours(
     reader: RecallReader,
     keys: list[Key],
-    messages: dict[Key, Message],
+    passages: dict[Key, Passage],
     message_range: int,
 ) -> dict[Key, tuple[Message, ...]]:
     """Each hit with its ``message_range`` neighbours on each side, in thread order."""
     if message_range == 0:
-        return {key: (messages[key],) for key in keys}
+        return {key: (passages[key].message(),) for key in keys}
     by_thread: dict[str, list[str]] = {}
     for thread, message_id in keys:
         by_thread.setdefault(thread, []).append(message_id)

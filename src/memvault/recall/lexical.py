@@ -25,7 +25,6 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memvault.model import Message, SearchHit
 from memvault.recall import feedback
 from memvault.recall.dates import Span, query_dates
 from memvault.recall.options import RecallOptions
@@ -35,12 +34,12 @@ from memvault.rules.words import (
     ASCII_WORD,
     STOP_WORDS,
     fold,
-    index_text,
     query_groups,
     split_cjk,
     stem,
     tokens,
 )
+from memvault.stores.passages import Passage
 
 _TOKEN_CACHE_SIZE = 20_000
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -131,14 +130,14 @@ def _ascii_words(folded: str) -> int:
 class Candidate:
     """A message of the pool with its context-BM25 score (after the priors)."""
 
-    message: Message
+    passage: Passage
     score: float
 
 
 @dataclass
 class LexicalResult:
     candidates: dict[Key, Candidate]
-    threads: dict[str, list[Message]]
+    threads: dict[str, list[Passage]]
     """The messages read per thread (hits and neighbours, in thread order)."""
 
 
@@ -148,12 +147,12 @@ def lexical_span(options: RecallOptions) -> int:
     return max(options.context_window, options.vector_context_window) + options.context_reach
 
 
-def hits_by_thread(found: Sequence[SearchHit]) -> dict[str, list[str]]:
+def hits_by_thread(found: Sequence[tuple[Passage, float]]) -> dict[str, list[str]]:
     """The full-text hits' message ids, per thread, best first."""
     by_thread: dict[str, list[str]] = {}
-    for hit in found:
-        if hit.message.thread_id is not None:
-            by_thread.setdefault(hit.message.thread_id, []).append(hit.message.id)
+    for hit, _ in found:
+        if hit.thread_id is not None:
+            by_thread.setdefault(hit.thread_id, []).append(hit.id)
     return by_thread
 
 
@@ -161,7 +160,7 @@ async def lexical_candidates(
     reader: RecallReader,
     *,
     query: str,
-    found: Sequence[SearchHit],
+    found: Sequence[tuple[Passage, float]],
     options: RecallOptions,
 ) -> LexicalResult:
     """Score the pool around ``found``, the store's best full-text matches for ``query``
@@ -170,9 +169,9 @@ async def lexical_candidates(
     by_thread = hits_by_thread(found)
     if not terms or not by_thread:
         return LexicalResult({}, {})
-    threads = await reader.around(by_thread, lexical_span(options))
+    threads = await reader.passages(by_thread, lexical_span(options))
     matcher = _TermMatcher(terms)
-    pool = _pool(threads, by_thread, lambda m: matcher.counts(_document(m, options)), len(terms), options)
+    pool = _pool(threads, by_thread, lambda p: matcher.counts(_document(p, options)), len(terms), options)
     scores = _bm25(pool, _term_weights(query, terms, options.entity_boost), options)
     if options.feedback_weight and pool:
         scores = _with_feedback(pool, scores, threads, by_thread, terms, options)
@@ -180,24 +179,24 @@ async def lexical_candidates(
     query_words = {term[0] for term in terms if len(term) == 1}
     spans = query_dates(query) if options.date_boost else []
     candidates: dict[Key, Candidate] = {}
-    for (message, _, _), score in zip(pool, scores, strict=True):
-        if score <= 0 or message.thread_id is None:
+    for (passage, _, _), score in zip(pool, scores, strict=True):
+        if score <= 0 or passage.thread_id is None:
             continue
-        score *= _priors(message, query_words, spans, options)
+        score *= _priors(passage, query_words, spans, options)
         if options.min_lexical_score is not None and score < options.min_lexical_score:
             continue
-        candidates[(message.thread_id, message.id)] = Candidate(message, score)
+        candidates[(passage.thread_id, passage.id)] = Candidate(passage, score)
     return LexicalResult(candidates, threads)
 
 
-Pool = list[tuple[Message, list[float], float]]
+Pool = list[tuple[Passage, list[float], float]]
 """The scored messages: each with its smoothed term counts and its smoothed length."""
 
 
 def _pool(
-    threads: dict[str, list[Message]],
+    threads: dict[str, list[Passage]],
     by_thread: dict[str, list[str]],
-    count: Callable[[Message], tuple[dict[int, int], int]],
+    count: Callable[[Passage], tuple[dict[int, int], int]],
     n_terms: int,
     options: RecallOptions,
 ) -> Pool:
@@ -206,20 +205,20 @@ def _pool(
     window, reach = options.context_window, options.context_reach
     weights = [options.context_decay ** d for d in range(window + 1)]
     pool: Pool = []
-    for name, messages in threads.items():
+    for name, passages in threads.items():
         counts: list[dict[int, int]] = []
         lengths: list[int] = []
-        for message in messages:
-            term_counts, size = count(message)
+        for passage in passages:
+            term_counts, size = count(passage)
             counts.append(term_counts)
             lengths.append(size)
         wanted = set(by_thread[name])
-        hit_positions = [i for i, m in enumerate(messages) if m.id in wanted]
+        hit_positions = [i for i, p in enumerate(passages) if p.id in wanted]
         members = sorted({j for i in hit_positions for j in range(i - reach, i + reach + 1)
-                          if 0 <= j < len(messages)})
-        # Neighbours within reach + window of a hit were all read, so positions in `messages`
+                          if 0 <= j < len(passages)})
+        # Neighbours within reach + window of a hit were all read, so positions in `passages`
         # around a member are its true neighbours in the thread (see get_messages).
-        last = len(messages)
+        last = len(passages)
         for j in members:
             tf = [0.0] * n_terms
             length = 0.0
@@ -228,7 +227,7 @@ def _pool(
                 length += w * lengths[k]
                 for t, c in counts[k].items():
                     tf[t] += w * c
-            pool.append((messages[j], tf, length))
+            pool.append((passages[j], tf, length))
     return pool
 
 
@@ -256,21 +255,21 @@ def _bm25(pool: Pool, weights: Sequence[float], options: RecallOptions) -> list[
 def _with_feedback(
     pool: Pool,
     scores: list[float],
-    threads: dict[str, list[Message]],
+    threads: dict[str, list[Passage]],
     by_thread: dict[str, list[str]],
     terms: list[tuple[str, ...]],
     options: RecallOptions,
 ) -> list[float]:
     """``scores`` plus ``feedback_weight`` times the pool's BM25 scores for the expansion terms
     (:func:`memvault.recall.feedback.expansion`), scaled to the same best score."""
-    own = [_TOKENS.get(index_text(message)) for message, _, _ in pool]
+    own = [_TOKENS.get(passage.text) for passage, _, _ in pool]
     expansion = feedback.expansion(own, scores, terms, options.feedback_docs, options.feedback_terms)
     if not expansion:
         return scores
     wanted = [word for word, _ in expansion]
 
-    def count(message: Message) -> tuple[dict[int, int], int]:
-        toks = _TOKENS.get(index_text(message))
+    def count(passage: Passage) -> tuple[dict[int, int], int]:
+        toks = _TOKENS.get(passage.text)
         found = Counter(toks)
         return {t: c for t, word in enumerate(wanted) if (c := found[word])}, len(toks)
 
@@ -295,15 +294,15 @@ def _term_weights(query: str, terms: list[tuple[str, ...]], boost: float) -> lis
     return [1.0 + boost if len(term) == 1 and term[0] in names else 1.0 for term in terms]
 
 
-def _document(message: Message, options: RecallOptions) -> str:
+def _document(passage: Passage, options: RecallOptions) -> str:
     """The text scored for a message: what the store indexes, after its author's name."""
-    text = index_text(message)
-    name = message.metadata.get(options.author_key) if options.author_in_context else None
+    text = passage.text
+    name = passage.metadata.get(options.author_key) if options.author_in_context else None
     return f"{name}: {text}" if isinstance(name, str) and name else text
 
 
-def _author_words(message: Message, author_key: str) -> tuple[str, ...]:
-    name = message.metadata.get(author_key)
+def _author_words(passage: Passage, author_key: str) -> tuple[str, ...]:
+    name = passage.metadata.get(author_key)
     if not isinstance(name, str):
         return ()
     return _name_words(name)
@@ -316,13 +315,13 @@ def _name_words(name: str) -> tuple[str, ...]:
 
 
 def _priors(
-    message: Message, query_words: set[str], spans: list[Span], options: RecallOptions
+    passage: Passage, query_words: set[str], spans: list[Span], options: RecallOptions
 ) -> float:
     factor = 1.0
     if options.author_boost and query_words:
-        author = _author_words(message, options.author_key)
+        author = _author_words(passage, options.author_key)
         if any(word in query_words for word in author):
             factor *= 1.0 + options.author_boost
-    if spans and any(span.contains(message.created_at) for span in spans):
+    if spans and any(span.contains(passage.created_at) for span in spans):
         factor *= 1.0 + options.date_boost
     return factor

@@ -4,8 +4,9 @@ A :class:`RecallReader` reads for one resource: its id is checked once, when the
 and every read is scoped to it. It lives for one recall (or one turn) and remembers what it read:
 
 - the **note** (working memory) is read at most once;
-- **neighbours** (:meth:`RecallReader.around`) already read are served again without a store
-  call. A read of ``ids`` with ``message_range`` r guarantees, for each id, its r true
+- **neighbours** (:meth:`RecallReader.around`, or :meth:`RecallReader.passages` for what
+  recall scores messages by, whose messages are built only when fed) already read are served
+  again without a store call. A read of ``ids`` with ``message_range`` r guarantees, for each id, its r true
   neighbours on each side (fewer where the thread ends); the reader keeps, per message, how far
   that guarantee reaches, and answers a later request from memory when it is covered. What it
   answers is exactly what ``get_messages(ids=..., message_range=...)`` would return;
@@ -23,39 +24,40 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memvault.errors import ValidationError
-from memvault.model import Message, SearchHit, note_key, valid_id
+from memvault.model import Message, note_key, valid_id
 from memvault.rules import history as history_window
 from memvault.rules.tokens import TokenCounter, estimate_tokens
 from memvault.rules.words import searchable_query
 from memvault.stores.base import MessageQuery, Store
-from memvault.stores.capabilities import supports_batch_reads, supports_full_text
+from memvault.stores.capabilities import supports_batch_reads, supports_full_text, supports_passage_reads
+from memvault.stores.passages import Passage
 
 NoteScope = Literal["resource", "thread"]
 
 
 @dataclass
 class _Thread:
-    """What was read of one thread: messages by id, and how many true neighbours each is known
-    to have on each side in :attr:`messages` (``None``: up to the thread's start or end)."""
+    """What was read of one thread: passages by id, and how many true neighbours each is known
+    to have on each side in :attr:`passages` (``None``: up to the thread's start or end)."""
 
-    messages: dict[str, Message] = field(default_factory=dict)
+    passages: dict[str, Passage] = field(default_factory=dict)
     reach: dict[str, int] = field(default_factory=dict)
-    _order: tuple[list[Message], dict[str, int]] | None = None
-    """:attr:`messages` in thread order with each id's position, until the next :meth:`add`."""
+    _order: tuple[list[Passage], dict[str, int]] | None = None
+    """:attr:`passages` in thread order with each id's position, until the next :meth:`add`."""
 
-    def ordered(self) -> tuple[list[Message], dict[str, int]]:
-        """The messages read, in thread order, and each id's position in that list."""
+    def ordered(self) -> tuple[list[Passage], dict[str, int]]:
+        """The passages read, in thread order, and each id's position in that list."""
         if self._order is None:
-            ordered = sorted(self.messages.values(), key=lambda m: (m.seq or 0, m.id))
-            self._order = ordered, {m.id: i for i, m in enumerate(ordered)}
+            ordered = sorted(self.passages.values(), key=lambda p: (p.seq or 0, p.id))
+            self._order = ordered, {p.id: i for i, p in enumerate(ordered)}
         return self._order
 
-    def add(self, found: list[Message], ids: set[str], message_range: int) -> None:
+    def add(self, found: Sequence[Passage], ids: set[str], message_range: int) -> None:
         """Merge the answer of ``get_messages(ids=ids, message_range=message_range)``."""
         self._order = None
-        for message in found:
-            self.messages[message.id] = message
-        position = {m.id: i for i, m in enumerate(found)}
+        for passage in found:
+            self.passages[passage.id] = passage
+        position = {p.id: i for i, p in enumerate(found)}
         for message_id in ids:
             i = position.get(message_id)
             if i is None:
@@ -69,8 +71,8 @@ class _Thread:
     def covers(self, message_id: str, message_range: int) -> bool:
         return self.reach.get(message_id, -1) >= message_range
 
-    def around(self, ids: Sequence[str], message_range: int) -> list[Message]:
-        """The messages within ``message_range`` of ``ids`` (all covered), in thread order."""
+    def around(self, ids: Sequence[str], message_range: int) -> list[Passage]:
+        """The passages within ``message_range`` of ``ids`` (all covered), in thread order."""
         ordered, position = self.ordered()
         keep: set[int] = set()
         for message_id in ids:
@@ -133,34 +135,55 @@ class RecallReader:
             newest = await self.store.get_messages(self.resource_id, thread_id, MessageQuery(last_n=last_n))
         return history_window.window(newest, last_n=last_n, max_tokens=self.max_tokens, count=self.count)
 
-    async def full_text(self, query: str, *, thread_id: str | None, limit: int) -> list[SearchHit]:
-        """The store's full-text hits for ``query`` in the resource (or one thread), best first;
-        none when the store has no full-text search."""
+    async def full_text(
+        self, query: str, *, thread_id: str | None, limit: int
+    ) -> list[tuple[Passage, float]]:
+        """The store's full-text hits for ``query`` in the resource (or one thread), best first,
+        as passages with their scores; none when the store has no full-text search."""
         if not supports_full_text(self.store):
             return []
         self.calls += 1
-        return await self.store.search_messages(self.resource_id, searchable_query(query),
-                                                thread_id=thread_id, limit=limit)
+        query = searchable_query(query)
+        if supports_passage_reads(self.store):
+            return await self.store.search_passages(self.resource_id, query, thread_id=thread_id, limit=limit)
+        hits = await self.store.search_messages(self.resource_id, query, thread_id=thread_id, limit=limit)
+        return [(Passage.of(hit.message), hit.score) for hit in hits]
 
     async def around(self, ids: Mapping[str, Sequence[str]], message_range: int) -> dict[str, list[Message]]:
         """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each
-        side, in thread order (runs with gaps between them), as ``get_messages`` gives them. The
-        threads whose ids were not all read before are read in one store call (a store with
-        :class:`~memvault.stores.capabilities.BatchReads`), else one call per thread, concurrently."""
+        side, in thread order (runs with gaps between them), as ``get_messages`` gives them
+        (:meth:`passages`, each passage's message)."""
+        found = await self.passages(ids, message_range)
+        return {name: [p.message() for p in read] for name, read in found.items()}
+
+    async def passages(
+        self, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Passage]]:
+        """What :meth:`around` reads, as passages: messages are built only when a caller asks a
+        passage for its message (with a store that has
+        :class:`~memvault.stores.capabilities.PassageReads`). The threads whose ids were not
+        all read before are read in one store call (a store with
+        :class:`~memvault.stores.capabilities.BatchReads`), else one call per thread,
+        concurrently."""
         wanted = {name: list(dict.fromkeys(found)) for name, found in ids.items() if found}
         missing = {name: found for name, found in wanted.items()
                    if not all(self._thread(name).covers(i, message_range) for i in found)}
-        if len(missing) > 1 and supports_batch_reads(self.store):
+        reads: Sequence[Sequence[Passage]]
+        if missing and supports_passage_reads(self.store):
             self.calls += 1
-            read = await self.store.read_around(self.resource_id, missing, message_range)
+            read = await self.store.read_passages(self.resource_id, missing, message_range)
             reads = [read.get(name, []) for name in missing]
+        elif len(missing) > 1 and supports_batch_reads(self.store):
+            self.calls += 1
+            around = await self.store.read_around(self.resource_id, missing, message_range)
+            reads = [[Passage.of(m) for m in around.get(name, [])] for name in missing]
         else:
             self.calls += len(missing)
-            reads = await asyncio.gather(*(
+            reads = [[Passage.of(m) for m in found_read] for found_read in await asyncio.gather(*(
                 self.store.get_messages(self.resource_id, name,
                                         MessageQuery(ids=found, message_range=message_range))
                 for name, found in missing.items()
-            ))
+            ))]
         for (name, found), found_read in zip(missing.items(), reads, strict=True):
             self._thread(name).add(found_read, set(found), message_range)
         return {name: self._thread(name).around(found, message_range) for name, found in wanted.items()}

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from memvault.model import Message
+from memvault.stores.passages import Passage
 
 Key: TypeAlias = tuple[str, str]
 """A message's ``(thread_id, id)``."""
@@ -77,7 +78,7 @@ class Candidates:
     builds it in steps (the lexical candidates, the vector search's matches, the scores by
     meaning); the steps return what they found and never change it themselves."""
 
-    messages: dict[Key, Message] = field(default_factory=dict)
+    passages: dict[Key, Passage] = field(default_factory=dict)
     lexical: dict[Key, float] = field(default_factory=dict)
     vector: dict[Key, float] = field(default_factory=dict)
 

@@ -27,6 +27,7 @@ from memvault.model import Message, check_id
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.types import Key, MessageRef, VectorScorer, VectorSearch
+from memvault.stores.passages import Passage
 
 logger = logging.getLogger("memvault.recall")
 
@@ -110,10 +111,10 @@ async def read_matches(
     reader: RecallReader,
     thread_id: str | None,
     matches: list[tuple[MessageRef, float]],
-    known: Mapping[Key, Message],
+    known: Mapping[Key, Passage],
     options: RecallOptions,
     window: int,
-) -> tuple[dict[Key, float], dict[str, list[Message]], dict[Key, Message]]:
+) -> tuple[dict[Key, float], dict[str, list[Passage]], dict[Key, Passage]]:
     """The matches that exist in the store under the reader's resource (and in ``thread_id``
     when given), with their similarity; the ones not in ``known`` (the lexical candidates) are
     read, with ``window`` neighbours each side. Returns the similarities, the reads (per
@@ -123,18 +124,18 @@ async def read_matches(
     for key in scores:
         if key not in known:
             missing.setdefault(key[0], []).append(key[1])
-    reads = await reader.around(missing, window)
-    found: dict[Key, Message] = {}
+    reads = await reader.passages(missing, window)
+    found: dict[Key, Passage] = {}
     for name, read in reads.items():
         wanted = set(missing[name])
-        for message in read:
-            if message.id in wanted:
-                found[(name, message.id)] = message
+        for passage in read:
+            if passage.id in wanted:
+                found[(name, passage.id)] = passage
     return {key: score for key, score in scores.items() if key in known or key in found}, reads, found
 
 
 def neighbourhoods(
-    reads: dict[str, list[Message]],
+    reads: dict[str, list[Passage]],
     keys: set[Key],
     window: int,
     positions: dict[str, dict[str, int]] | None = None,

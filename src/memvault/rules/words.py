@@ -58,7 +58,12 @@ def index_text(message: Message) -> str:
             chunks.append(part.text)
         elif isinstance(part, ToolResultPart) and isinstance(part.output, str):
             chunks.append(part.output)
-    folded = fold("\n".join(chunks))
+    return fold_text("\n".join(chunks))
+
+
+def fold_text(text: str) -> str:
+    """One text as :func:`index_text` indexes it: folded, CJK characters spaced apart."""
+    folded = fold(text)
     return folded if folded.isascii() else split_cjk(folded)  # no CJK run in ASCII
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 from memvault.errors import ConfigurationError
 from memvault.model import Message, SearchHit, State, Summary, Thread
 from memvault.stores.base import UNSET, Store, _Unset
+from memvault.stores.passages import Passage
 
 
 @runtime_checkable
@@ -242,6 +243,24 @@ class BatchReads(Protocol):
 
 
 @runtime_checkable
+class PassageReads(Protocol):
+    """Recall's reads as :class:`~memvault.stores.passages.Passage` objects, whose messages are
+    built only when asked for (a store that can read a message's text without building it)."""
+
+    async def search_passages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[Passage, float]]:
+        """What :meth:`FullTextSearch.search_messages` finds, each hit as its passage and score."""
+        ...
+
+    async def read_passages(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Passage]]:
+        """What :meth:`BatchReads.read_around` gives, each message as its passage."""
+        ...
+
+
+@runtime_checkable
 class CompleteStore(Store, FullTextSearch, StateStore, SummaryStore, EmbeddingStore, ExportStore, Protocol):
     """A store with every capability, as the three built-in stores are: what a whole-store copy
     and export read and write (:func:`require_complete`)."""
@@ -341,6 +360,11 @@ def supports_embeddings(store: object) -> TypeGuard[EmbeddingStore]:
 def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:
     """Whether ``store`` has :class:`BatchReads`."""
     return implements(store, BatchReads)
+
+
+def supports_passage_reads(store: object) -> TypeGuard[PassageReads]:
+    """Whether ``store`` has :class:`PassageReads`."""
+    return implements(store, PassageReads)
 
 
 def supports_export(store: object) -> TypeGuard[ExportStore]:

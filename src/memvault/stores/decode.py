@@ -29,7 +29,7 @@ import json
 import logging
 from _json import scanstring  # the C string scanner json.loads uses
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from memvault.model import (
@@ -198,6 +198,31 @@ def decode_time(stored: Any) -> datetime:
         return from_micros(stored)
     except OverflowError:
         raise Unreadable(f"created_us {stored} is beyond the datetime range") from None
+
+
+_FIRST_US = (datetime.min.replace(tzinfo=EPOCH.tzinfo) - EPOCH) // timedelta(microseconds=1)
+_LAST_US = (datetime.max.replace(tzinfo=EPOCH.tzinfo) - EPOCH) // timedelta(microseconds=1)
+
+
+def readable_time(stored: Any) -> bool:
+    """Whether :func:`decode_time` reads ``stored`` (an integer within the datetime range)."""
+    return isinstance(stored, int) and not isinstance(stored, bool) and _FIRST_US <= stored <= _LAST_US
+
+
+def compact_text(row: tuple[Any, ...]) -> tuple[str, dict[str, Any]] | None:
+    """The text and the metadata of a row of ``id, thread_id, resource_id, seq, role, parts,
+    metadata, created_us`` whose parts are the compact form (one text part, as a JSON string)
+    and whose every column decodes; ``None`` for any other row, which only building its
+    message reads (as a message or as a placeholder)."""
+    role, parts, metadata, created_us = row[4:]
+    if not (isinstance(parts, str) and parts[:1] == '"' and role in ROLES and readable_time(created_us)):
+        return None
+    try:
+        text = _loads(parts, "parts")
+        found = decode_metadata(metadata)
+    except Unreadable:
+        return None
+    return (text, found) if isinstance(text, str) else None
 
 
 def decode_role(stored: Any) -> str:

@@ -13,8 +13,10 @@ import json
 from typing import Any
 
 from memvault.model import Message, State, Summary, Thread
+from memvault.rules.words import fold_text
 from memvault.stores import decode
 from memvault.stores.common import from_micros, to_micros
+from memvault.stores.passages import Passage
 from memvault.stores.thread_queries import fold
 
 THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
@@ -55,6 +57,30 @@ def message(row: Any) -> Message:
         })
     except decode.Unreadable as exc:
         return decode.placeholder(tuple(row), exc.reason)
+
+
+class StoredPassage(Passage):
+    """A passage made from a stored row: its message is built from the row on first use."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: tuple[Any, ...], text: str, metadata: dict[str, Any]) -> None:
+        super().__init__(row[1], row[0], row[3], row[7], metadata, fold_text(text))
+        self._row = row
+
+    def _build(self) -> Message:
+        return message(self._row)
+
+
+def passage(row: Any) -> Passage:
+    """The :class:`~memvault.stores.passages.Passage` of a row of :data:`MESSAGE_COLUMNS`,
+    without building its message when its parts are one text part (the compact form): what
+    :func:`message` would give, read lazily."""
+    found = decode.compact_text(tuple(row))
+    if found is None:
+        return Passage.of(message(row))
+    text, metadata = found
+    return StoredPassage(tuple(row), text, metadata)
 
 
 def thread(row: Any) -> Thread:

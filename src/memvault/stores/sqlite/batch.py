@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from memvault.model import Message
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import TurnRead
+from memvault.stores.passages import Passage
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
 from memvault.stores.sqlite import summaries as _summaries
 from memvault.stores.sqlite.retention import cutoff_us
+
+T = TypeVar("T")
 
 
 def read_turn(
@@ -29,12 +33,28 @@ def read_around(
     conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
 ) -> dict[str, list[Message]]:
     """For each thread, what ``get_messages(..., MessageQuery(ids=..., message_range=...))``
-    gives, in three statements whatever the number of threads and ids: the ids' seqs with the
-    seq ``message_range`` messages before and after each (index seeks), then every run of
-    messages between those bounds (runs that overlap merged). The messages between a hit's
-    bounds are exactly its neighbours: the bounds are its ``message_range``-th unexpired
-    neighbours on each side, or the thread's ends."""
-    out: dict[str, list[Message]] = {thread_id: [] for thread_id in ids}
+    gives (:func:`read_rows_around`)."""
+    return read_rows_around(conn, resource_id, ids, message_range, rows.message)
+
+
+def read_passages(
+    conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+) -> dict[str, list[Passage]]:
+    """:func:`read_around`'s messages as passages, none of them built (:func:`rows.passage`)."""
+    return read_rows_around(conn, resource_id, ids, message_range, rows.passage)
+
+
+def read_rows_around(
+    conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int,
+    make: Callable[[Any], T],
+) -> dict[str, list[T]]:
+    """For each thread, the rows ``get_messages(..., MessageQuery(ids=..., message_range=...))``
+    reads, each made into what ``make`` makes of it, in three statements whatever the number of
+    threads and ids: the ids' seqs with the seq ``message_range`` messages before and after each
+    (index seeks), then every run of messages between those bounds (runs that overlap merged).
+    The messages between a hit's bounds are exactly its neighbours: the bounds are its
+    ``message_range``-th unexpired neighbours on each side, or the thread's ends."""
+    out: dict[str, list[T]] = {thread_id: [] for thread_id in ids}
     pairs = [[thread_id, message_id]
              for thread_id, found in ids.items() for message_id in dict.fromkeys(found)]
     if not pairs:
@@ -74,5 +94,5 @@ def read_around(
         " WHERE m.created_us >= :floor ORDER BY json_each.key, m.seq",
         {"runs": json.dumps(runs), "resource": resource_id, "floor": floor},
     ):
-        out[row[1]].append(rows.message(row))
+        out[row[1]].append(make(row))
     return out

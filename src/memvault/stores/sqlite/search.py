@@ -43,9 +43,9 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from memvault.model import SearchHit
 from memvault.rules.words import fts5_match
 from memvault.stores import rows
 from memvault.stores.sqlite.retention import cutoff_us
@@ -57,6 +57,8 @@ from memvault.stores.sqlite.schema import (
     TOKENIZE,
     scope_token,
 )
+
+T = TypeVar("T")
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -72,14 +74,16 @@ def idf(docs: int, having: int) -> float:
 
 
 def search(
-    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int
-) -> list[SearchHit]:
-    """The resource's (or the thread's) messages matching the query ``groups``, best first."""
+    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
+    make: Callable[[Any], T],
+) -> list[tuple[T, float]]:
+    """The resource's (or the thread's) messages matching the query ``groups``, best first,
+    each row (:data:`COLUMNS`) made into what ``make`` makes of it, with its score."""
     if not groups:
         return []
     tail, docs, chars = _index_tail(conn, resource_id)
     try:
-        return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars)
+        return _search(conn, resource_id, groups, thread_id, limit, make, tail, docs, chars)
     finally:
         for table in tail:
             conn.execute(f"DROP TABLE temp.{table}")
@@ -87,8 +91,8 @@ def search(
 
 def _search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None,
-    limit: int, tail: tuple[str, ...], docs: int, chars: int,
-) -> list[SearchHit]:
+    limit: int, make: Callable[[Any], T], tail: tuple[str, ...], docs: int, chars: int,
+) -> list[tuple[T, float]]:
     """:func:`search` once the resource's pending messages are in ``tail`` and its statistics
     (indexed and pending messages) are known."""
     stats = conn.execute(
@@ -149,8 +153,7 @@ def _search(
     found = {r[0]: r[1:] for r in conn.execute(
         f"SELECT m.rowid, {COLUMNS} FROM messages AS m WHERE m.rowid IN"
         " (SELECT value FROM json_each(?))", (json.dumps([r for _, _, r in scored]),))}
-    return [SearchHit.model_construct(message=rows.message(found[rowid]), score=-negative)
-            for negative, _, rowid in scored if rowid in found]
+    return [(make(found[rowid]), -negative) for negative, _, rowid in scored if rowid in found]
 
 
 def _alone(conn: sqlite3.Connection, resource_id: str) -> bool:

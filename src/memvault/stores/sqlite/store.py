@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -40,6 +40,7 @@ from typing import Any, Literal, TypeVar
 from memvault.errors import ConfigurationError, StoreError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
 from memvault.rules.words import query_groups
+from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
     ALL_THREADS,
@@ -53,6 +54,7 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.passages import Passage
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
@@ -278,6 +280,17 @@ class SqliteStore(SqliteGraph):
     async def search_messages(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
     ) -> list[SearchHit]:
+        found = await self._search(resource_id, query, thread_id, limit, rows.message)
+        return [SearchHit.model_construct(message=message, score=score) for message, score in found]
+
+    async def search_passages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[Passage, float]]:
+        return await self._search(resource_id, query, thread_id, limit, rows.passage)
+
+    async def _search(
+        self, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], _T]
+    ) -> list[tuple[_T, float]]:
         check_limit(limit)
         groups = query_groups(query)
         if not groups:
@@ -291,7 +304,7 @@ class SqliteStore(SqliteGraph):
                     raise
                 log.warning("full-text indexing failed (%s): this search reads the messages not "
                             "indexed yet directly", exc)
-        return await self._read(_search.search, resource_id, groups, thread_id, limit)
+        return await self._read(_search.search, resource_id, groups, thread_id, limit, make)
 
     async def rebuild_search_index(self) -> int:
         self._unindexed = 0
@@ -378,13 +391,23 @@ class SqliteStore(SqliteGraph):
     async def read_around(
         self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
     ) -> dict[str, list[Message]]:
+        return await self._around(_batch.read_around, resource_id, ids, message_range)
+
+    async def read_passages(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Passage]]:
+        return await self._around(_batch.read_passages, resource_id, ids, message_range)
+
+    async def _around(
+        self, body: Callable[..., dict[str, list[_T]]], resource_id: str, ids: Mapping[str, Sequence[str]],
+        message_range: int,
+    ) -> dict[str, list[_T]]:
         for found in ids.values():
             check_query(MessageQuery(ids=found, message_range=message_range))
         rows_read = sum(len(found) for found in ids.values()) * (2 * message_range + 1)
         if rows_read <= SMALL_READ:
-            return await self._worker.read_small(_batch.read_around, resource_id, ids, message_range,
-                                                 snapshot=True)
-        return await self._read(_batch.read_around, resource_id, ids, message_range)
+            return await self._worker.read_small(body, resource_id, ids, message_range, snapshot=True)
+        return await self._read(body, resource_id, ids, message_range)
 
     # embeddings
 

@@ -1,0 +1,61 @@
+"""Passages: stored messages as recall weighs them, decoded in full only when they are fed.
+
+Recall reads a thousand messages to score a query by words (each candidate with its
+neighbours: :mod:`memvault.recall.lexical`) and feeds a dozen. What it scores a message by is
+small: its place in its thread, its time, its metadata (the author's name) and its indexed text
+(:func:`memvault.rules.words.index_text`). A :class:`Passage` carries exactly that, and
+:meth:`Passage.message` gives the whole :class:`~memvault.model.Message`, built on first use.
+A store that can make passages from its rows without building messages
+(:class:`~memvault.stores.capabilities.PassageReads`, the SQLite store) saves the cost of
+building every read message; any other store's messages become passages with
+:meth:`Passage.of`, and nothing changes for them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from memvault.model import Message
+from memvault.rules.words import index_text
+from memvault.stores.common import from_micros, to_micros
+
+
+class Passage:
+    """A stored message as recall weighs it: ``thread_id``, ``id``, ``seq``, ``created_us``
+    (its ``created_at`` in microseconds since the epoch), ``metadata`` and ``text`` (its
+    indexed text, :func:`~memvault.rules.words.index_text`). :meth:`message` is the message."""
+
+    __slots__ = ("_message", "created_us", "id", "metadata", "seq", "text", "thread_id")
+
+    def __init__(self, thread_id: str | None, message_id: str, seq: int | None, created_us: int,
+                 metadata: dict[str, Any], text: str, message: Message | None = None) -> None:
+        self.thread_id = thread_id
+        self.id = message_id
+        self.seq = seq
+        self.created_us = created_us
+        self.metadata = metadata
+        self.text = text
+        self._message = message
+
+    @classmethod
+    def of(cls, message: Message) -> Passage:
+        """The passage of a message already built."""
+        return cls(message.thread_id, message.id, message.seq, to_micros(message.created_at),
+                   message.metadata, index_text(message), message)
+
+    @property
+    def created_at(self) -> datetime:
+        return self._message.created_at if self._message is not None else from_micros(self.created_us)
+
+    def message(self) -> Message:
+        """The whole message (built once, on the first call)."""
+        if self._message is None:
+            self._message = self._build()
+        return self._message
+
+    def _build(self) -> Message:
+        raise NotImplementedError("a passage made without its message builds it in a subclass")
+
+    def __repr__(self) -> str:
+        return f"Passage(thread_id={self.thread_id!r}, id={self.id!r}, seq={self.seq!r})"

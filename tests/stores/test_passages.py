@@ -1,0 +1,74 @@
+"""A stored row as a passage (:func:`memvault.stores.rows.passage`) is what building its message
+says, without building it: the same thread, id, seq, time, metadata and indexed text as the
+passage of the message :func:`memvault.stores.rows.message` builds, and the same message when
+asked for it, whatever the columns hold (placeholders included)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memvault.model import Message
+from memvault.stores import rows
+from memvault.stores.common import to_micros
+from memvault.stores.decode import _FIRST_US, _LAST_US
+from memvault.stores.passages import Passage
+
+TEXT = st.text(max_size=60) | st.sampled_from(
+    ["Café NOIR", "我喜欢中文和茶", "\uff26\uff35\uff2c\uff2c width", "a\nb"])
+PARTS = st.one_of(
+    TEXT.map(json.dumps),                                         # the compact form
+    TEXT.map(lambda t: json.dumps(t, ensure_ascii=False)),
+    TEXT.map(lambda t: json.dumps([{"type": "text", "text": t}])),  # the list form
+    TEXT.map(lambda t: json.dumps([{"type": "text", "text": t}, {"type": "tool-result",
+                                                                  "tool_call_id": "c", "output": t}])),
+    st.sampled_from(['"unterminated', '"x" ', '"x"y', "[", "{}", "", "null", '"\\ud800"']),
+    st.integers() | st.none() | st.binary(max_size=4),
+)
+METADATA = st.one_of(
+    st.just("{}"),
+    st.dictionaries(st.sampled_from(["name", "k"]), TEXT | st.integers(), max_size=2).map(json.dumps),
+    st.sampled_from(["[]", "{", "null", ""]), st.integers() | st.none(),
+)
+CREATED = st.one_of(
+    st.integers(0, 2**53), st.sampled_from([_FIRST_US, _LAST_US, _FIRST_US - 1, _LAST_US + 1, True]),
+    st.text(max_size=3) | st.none(),
+)
+ROLE = st.sampled_from(["user", "assistant", "system", "tool", "robot", 3])
+
+
+def _fields(passage: Passage) -> tuple[Any, ...]:
+    return (passage.thread_id, passage.id, passage.seq, passage.created_us, passage.metadata, passage.text,
+            passage.created_at)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(role=ROLE, parts=PARTS, metadata=METADATA, created_us=CREATED)
+def test_property_a_rows_passage_is_its_messages_passage(role: Any, parts: Any, metadata: Any,
+                                                         created_us: Any) -> None:
+    row = ("m", "t", "r", 3, role, parts, metadata, created_us)
+    logging.getLogger("memvault.stores").disabled = True  # placeholders warn
+    try:
+        message = rows.message(row)
+        passage = rows.passage(row)
+        built = passage.message()
+    finally:
+        logging.getLogger("memvault.stores").disabled = False
+    assert _fields(passage) == _fields(Passage.of(message))
+    assert built == message
+    assert passage.message() is built  # built once
+
+
+def test_a_compact_row_builds_its_message_only_when_asked() -> None:
+    saved = Message.user("Green TEA, please", metadata={"name": "Ada"})
+    row = ("m", "t", "r", 3, "user", json.dumps(saved.text), json.dumps(saved.metadata),
+           to_micros(saved.created_at))
+    passage = rows.passage(row)
+    assert isinstance(passage, rows.StoredPassage) and passage._message is None
+    assert (passage.text, passage.metadata, passage.created_at) == ("green tea, please", {"name": "Ada"},
+                                                                    saved.created_at)
+    assert passage.message().text == "Green TEA, please"
