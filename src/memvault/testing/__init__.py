@@ -68,6 +68,7 @@ from memvault.stores.capabilities import (
     supports_embeddings,
     supports_export,
     supports_full_text,
+    supports_passage_reads,
     supports_retention,
     supports_states,
     supports_summaries,
@@ -82,6 +83,7 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
     "embeddings": supports_embeddings,
     "export": supports_export,
     "batch_reads": supports_batch_reads,
+    "passage_reads": supports_passage_reads,
     "retention": supports_retention,
 }
 """The optional capabilities a test can require, by name, with the guard that answers for a store:
@@ -90,7 +92,8 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
 (:class:`~memvault.stores.capabilities.SummaryStore`), ``embeddings``
 (:class:`~memvault.stores.capabilities.EmbeddingStore`), ``export``
 (:class:`~memvault.stores.capabilities.ExportStore`), ``batch_reads``
-(:class:`~memvault.stores.capabilities.BatchReads`) and ``retention``
+(:class:`~memvault.stores.capabilities.BatchReads`), ``passage_reads``
+(:class:`~memvault.stores.capabilities.PassageReads`) and ``retention``
 (:class:`~memvault.stores.capabilities.Retention`)."""
 
 Opened = AbstractAsyncContextManager[Store] | Awaitable[Store]
