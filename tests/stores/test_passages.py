@@ -68,7 +68,7 @@ def test_a_compact_row_builds_its_message_only_when_asked() -> None:
     row = ("m", "t", "r", 3, "user", json.dumps(saved.text), json.dumps(saved.metadata),
            to_micros(saved.created_at))
     passage = rows.passage(row)
-    assert isinstance(passage, rows.StoredPassage) and passage._message is None
     assert (passage.text, passage.metadata, passage.created_at) == ("green tea, please", {"name": "Ada"},
                                                                     saved.created_at)
+    assert passage._message is None  # read from the columns
     assert passage.message().text == "Green TEA, please"

@@ -7,8 +7,9 @@ small: its place in its thread, its time, its metadata (the author's name) and i
 :meth:`Passage.message` gives the whole :class:`~memvault.model.Message`, built on first use.
 A store that can make passages from its rows without building messages
 (:class:`~memvault.stores.capabilities.PassageReads`, the SQLite store) saves the cost of
-building every read message; any other store's messages become passages with
-:meth:`Passage.of`, and nothing changes for them.
+building every read message, and of decoding anything of a row before it is looked at (a
+full-text hit is only looked up by its thread and id); any other store's messages become
+passages with :meth:`Passage.of`, and nothing changes for them.
 """
 
 from __future__ import annotations
@@ -20,29 +21,42 @@ from memvault.model import Message
 from memvault.rules.words import index_text
 from memvault.stores.common import from_micros, to_micros
 
+Weighed = tuple[int, dict[str, Any], str]
+"""What recall weighs a message by beyond its place: ``created_us``, ``metadata``, ``text``."""
+
 
 class Passage:
     """A stored message as recall weighs it: ``thread_id``, ``id``, ``seq``, ``created_us``
     (its ``created_at`` in microseconds since the epoch), ``metadata`` and ``text`` (its
-    indexed text, :func:`~memvault.rules.words.index_text`). :meth:`message` is the message."""
+    indexed text, :func:`~memvault.rules.words.index_text`), each read on first use.
+    :meth:`message` is the message."""
 
-    __slots__ = ("_message", "created_us", "id", "metadata", "seq", "text", "thread_id")
+    __slots__ = ("_message", "_weighed", "id", "seq", "thread_id")
 
-    def __init__(self, thread_id: str | None, message_id: str, seq: int | None, created_us: int,
-                 metadata: dict[str, Any], text: str, message: Message | None = None) -> None:
+    def __init__(self, thread_id: str | None, message_id: str, seq: int | None,
+                 message: Message | None = None) -> None:
         self.thread_id = thread_id
         self.id = message_id
         self.seq = seq
-        self.created_us = created_us
-        self.metadata = metadata
-        self.text = text
         self._message = message
+        self._weighed: Weighed | None = None
 
     @classmethod
     def of(cls, message: Message) -> Passage:
         """The passage of a message already built."""
-        return cls(message.thread_id, message.id, message.seq, to_micros(message.created_at),
-                   message.metadata, index_text(message), message)
+        return cls(message.thread_id, message.id, message.seq, message)
+
+    @property
+    def created_us(self) -> int:
+        return self._fields()[0]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self._fields()[1]
+
+    @property
+    def text(self) -> str:
+        return self._fields()[2]
 
     @property
     def created_at(self) -> datetime:
@@ -53,6 +67,17 @@ class Passage:
         if self._message is None:
             self._message = self._build()
         return self._message
+
+    def _fields(self) -> Weighed:
+        weighed = self._weighed
+        if weighed is None:
+            weighed = self._weighed = self._weigh()
+        return weighed
+
+    def _weigh(self) -> Weighed:
+        """What recall weighs, read from the message (a subclass may read it without one)."""
+        message = self.message()
+        return to_micros(message.created_at), message.metadata, index_text(message)
 
     def _build(self) -> Message:
         raise NotImplementedError("a passage made without its message builds it in a subclass")

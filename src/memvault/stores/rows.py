@@ -16,7 +16,7 @@ from memvault.model import Message, State, Summary, Thread
 from memvault.rules.words import fold_text
 from memvault.stores import decode
 from memvault.stores.common import from_micros, to_micros
-from memvault.stores.passages import Passage
+from memvault.stores.passages import Passage, Weighed
 from memvault.stores.thread_queries import fold
 
 THREAD_COLUMNS = "resource_id, id, title, metadata, created_us, updated_us"
@@ -60,27 +60,31 @@ def message(row: Any) -> Message:
 
 
 class StoredPassage(Passage):
-    """A passage made from a stored row: its message is built from the row on first use."""
+    """A passage of a stored row, read lazily: what recall weighs of a message of one text part
+    (the compact form) is read from its columns without building its message; any other row
+    builds its message (or its placeholder) on first use, as :func:`message` does."""
 
     __slots__ = ("_row",)
 
-    def __init__(self, row: tuple[Any, ...], text: str, metadata: dict[str, Any]) -> None:
-        super().__init__(row[1], row[0], row[3], row[7], metadata, fold_text(text))
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        super().__init__(row[1], row[0], row[3])
         self._row = row
+
+    def _weigh(self) -> Weighed:
+        found = decode.compact_text(self._row)
+        if found is None:
+            return super()._weigh()
+        text, metadata = found
+        return self._row[7], metadata, fold_text(text)
 
     def _build(self) -> Message:
         return message(self._row)
 
 
 def passage(row: Any) -> Passage:
-    """The :class:`~memvault.stores.passages.Passage` of a row of :data:`MESSAGE_COLUMNS`,
-    without building its message when its parts are one text part (the compact form): what
-    :func:`message` would give, read lazily."""
-    found = decode.compact_text(tuple(row))
-    if found is None:
-        return Passage.of(message(row))
-    text, metadata = found
-    return StoredPassage(tuple(row), text, metadata)
+    """The :class:`~memvault.stores.passages.Passage` of a row of :data:`MESSAGE_COLUMNS`:
+    what :func:`message` gives, read lazily (which never raises, whatever the row holds)."""
+    return StoredPassage(tuple(row))
 
 
 def thread(row: Any) -> Thread:
