@@ -39,6 +39,7 @@ from memvault.stores.common import (
     updated_state,
 )
 from memvault.stores.graph_memory import GraphTables
+from memvault.stores.passages import Passage
 
 
 @dataclass
@@ -495,6 +496,21 @@ class InMemoryStore(GraphTables):
         return {thread_id: await self.get_messages(resource_id, thread_id,
                                                    MessageQuery(ids=list(found), message_range=message_range))
                 for thread_id, found in ids.items()}
+
+    # passage reads (memvault.stores.capabilities.PassageReads): this store's messages are built
+    # already, so each passage wraps one
+
+    async def search_passages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[Passage, float]]:
+        hits = await self.search_messages(resource_id, query, thread_id=thread_id, limit=limit)
+        return [(Passage.of(hit.message), hit.score) for hit in hits]
+
+    async def read_passages(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Passage]]:
+        read = await self.read_around(resource_id, ids, message_range)
+        return {thread_id: [Passage.of(m) for m in found] for thread_id, found in read.items()}
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
