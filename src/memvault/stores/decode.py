@@ -29,7 +29,7 @@ import json
 import logging
 from _json import scanstring  # the C string scanner json.loads uses
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from memvault.model import (
@@ -50,7 +50,7 @@ from memvault.model import (
     UnreadablePart,
     is_unknown_part,
 )
-from memvault.stores.common import EPOCH, from_micros
+from memvault.stores.common import EPOCH, from_micros, to_micros
 
 log = logging.getLogger("memvault.stores")
 
@@ -200,8 +200,8 @@ def decode_time(stored: Any) -> datetime:
         raise Unreadable(f"created_us {stored} is beyond the datetime range") from None
 
 
-_FIRST_US = (datetime.min.replace(tzinfo=EPOCH.tzinfo) - EPOCH) // timedelta(microseconds=1)
-_LAST_US = (datetime.max.replace(tzinfo=EPOCH.tzinfo) - EPOCH) // timedelta(microseconds=1)
+_FIRST_US = to_micros(datetime.min.replace(tzinfo=EPOCH.tzinfo))
+_LAST_US = to_micros(datetime.max.replace(tzinfo=EPOCH.tzinfo))
 
 
 def readable_time(stored: Any) -> bool:

@@ -66,7 +66,7 @@ class StoredPassage(Passage):
 
     __slots__ = ("_row",)
 
-    def __init__(self, row: tuple[Any, ...]) -> None:
+    def __init__(self, row: Any) -> None:
         super().__init__(row[1], row[0], row[3])
         self._row = row
 
@@ -84,7 +84,7 @@ class StoredPassage(Passage):
 def passage(row: Any) -> Passage:
     """The :class:`~memvault.stores.passages.Passage` of a row of :data:`MESSAGE_COLUMNS`:
     what :func:`message` gives, read lazily (which never raises, whatever the row holds)."""
-    return StoredPassage(tuple(row))
+    return StoredPassage(row)
 
 
 def thread(row: Any) -> Thread:
