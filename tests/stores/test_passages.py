@@ -24,6 +24,13 @@ PARTS = st.one_of(
     TEXT.map(json.dumps),                                         # the compact form
     TEXT.map(lambda t: json.dumps(t, ensure_ascii=False)),
     TEXT.map(lambda t: json.dumps([{"type": "text", "text": t}])),  # the list form
+    st.builds(lambda t, extra, ascii_: json.dumps(  # the list form as PostgreSQL stores it, and near misses
+        [{"type": "text", "text": t, **extra}], ensure_ascii=ascii_, separators=(",", ":")),
+        TEXT, st.sampled_from([{}, {}, {"v": 1}, {"signature": None}, {"type": "reasoning"}]), st.booleans()),
+    TEXT.map(lambda t: json.dumps([{"type": "text", "text": t}] * 2, separators=(",", ":"))),
+    st.sampled_from(['[{"type":"text","text":3}]', '[{"type":"text","text":"x"}',
+                     '[{"type":"text","text":"x"}] ', '[{"type":"text","text":"x"},1]',
+                     '[{"type":"text","text":"\\ud800"}]']),
     TEXT.map(lambda t: json.dumps([{"type": "text", "text": t}, {"type": "tool-result",
                                                                   "tool_call_id": "c", "output": t}])),
     st.sampled_from(['"unterminated', '"x" ', '"x"y', "[", "{}", "", "null", '"\\ud800"']),
@@ -72,3 +79,14 @@ def test_a_compact_row_builds_its_message_only_when_asked() -> None:
                                                                     saved.created_at)
     assert passage._message is None  # read from the columns
     assert passage.message().text == "Green TEA, please"
+
+
+def test_a_list_form_row_of_one_text_part_builds_its_message_only_when_asked() -> None:
+    saved = Message.user("Green TEA, please", metadata={"name": "Ada"})
+    # as PostgreSQL stores it
+    parts = json.dumps([{"type": "text", "text": saved.text}], separators=(",", ":"))
+    row = ("m", "t", "r", 3, "user", parts, json.dumps(saved.metadata), to_micros(saved.created_at))
+    passage = rows.passage(row)
+    assert (passage.text, passage.metadata) == ("green tea, please", {"name": "Ada"})
+    assert passage._message is None  # read from the columns
+    assert passage.message() == rows.message(row)

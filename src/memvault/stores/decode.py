@@ -211,18 +211,33 @@ def readable_time(stored: Any) -> bool:
 
 def compact_text(row: tuple[Any, ...]) -> tuple[str, dict[str, Any]] | None:
     """The text and the metadata of a row of ``id, thread_id, resource_id, seq, role, parts,
-    metadata, created_us`` whose parts are the compact form (one text part, as a JSON string)
-    and whose every column decodes; ``None`` for any other row, which only building its
-    message reads (as a message or as a placeholder)."""
+    metadata, created_us`` whose parts are one text part (the SQLite store's compact form, a JSON
+    string, or a list of one ``{"type": "text", "text": ...}`` object, as PostgreSQL stores it)
+    and whose every column decodes; ``None`` for any other row, which only building its message
+    reads (as a message or as a placeholder)."""
     role, parts, metadata, created_us = row[4:]
-    if not (isinstance(parts, str) and parts[:1] == '"' and role in ROLES and readable_time(created_us)):
+    if not (isinstance(parts, str) and role in ROLES and readable_time(created_us)):
         return None
     try:
-        text = _loads(parts, "parts")
+        if parts[:1] == '"':
+            text = _loads(parts, "parts")
+        elif parts.startswith(_ONE_TEXT_PART):
+            value = _loads(parts, "parts")
+            if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict)
+                    and value[0].keys() == _TEXT_KEYS and value[0]["type"] == "text"):
+                return None
+            text = value[0]["text"]
+        else:
+            return None
         found = decode_metadata(metadata)
     except Unreadable:
         return None
     return (text, found) if isinstance(text, str) else None
+
+
+_ONE_TEXT_PART = '[{"type":"text","text":'
+"""How a list of parts that starts with a text part is stored (compact JSON, fields in order)."""
+_TEXT_KEYS = frozenset({"type", "text"})
 
 
 def decode_role(stored: Any) -> str:

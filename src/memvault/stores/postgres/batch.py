@@ -3,15 +3,20 @@ reads on one pooled connection (one checkout, no explicit transaction, as every 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from memvault.model import Message
+from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import TurnRead
+from memvault.stores.passages import Passage
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
 from memvault.stores.postgres import summaries as _summaries
 from memvault.stores.postgres.db import Conn
+
+T = TypeVar("T")
 
 
 async def read_turn(conn: Conn, resource_id: str, thread_id: str, last_n: int, note_key: str) -> TurnRead:
@@ -23,6 +28,23 @@ async def read_turn(conn: Conn, resource_id: str, thread_id: str, last_n: int, n
 async def read_around(
     conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
 ) -> dict[str, list[Message]]:
-    return {thread_id: await _messages.get_messages(
-                conn, resource_id, thread_id, MessageQuery(ids=list(found), message_range=message_range))
-            for thread_id, found in ids.items()}
+    return await _read_rows_around(conn, resource_id, ids, message_range, rows.message)
+
+
+async def read_passages(
+    conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+) -> dict[str, list[Passage]]:
+    """:func:`read_around`'s messages as passages, built only when asked for (:func:`rows.passage`)."""
+    return await _read_rows_around(conn, resource_id, ids, message_range, rows.passage)
+
+
+async def _read_rows_around(
+    conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int,
+    make: Callable[[Any], T],
+) -> dict[str, list[T]]:
+    """For each thread, what ``get_messages(..., MessageQuery(ids=..., message_range=...))``
+    reads, each row made into what ``make`` makes of it: one statement for every thread."""
+    out: dict[str, list[T]] = {thread_id: [] for thread_id in ids}
+    for row in await _messages.rows_around(conn, resource_id, ids, message_range):
+        out[row[1]].append(make(row))
+    return out

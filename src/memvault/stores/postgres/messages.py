@@ -9,6 +9,7 @@ That is two statements, sent with ``BEGIN`` and ``COMMIT`` in one round trip.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memvault.errors import NotFoundError
@@ -121,24 +122,49 @@ async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: Mess
 async def _around(conn: Conn, args: dict[str, Any], ids: list[str], message_range: int) -> list[Message]:
     """The messages with these ids and ``message_range`` neighbours on each side (by position,
     not seq: deleted messages leave no hole), in seq order."""
-    if not ids:
+    found = await rows_around(conn, args["resource"], {args["thread"]: ids}, message_range)
+    return [rows.message(r) for r in found]
+
+
+async def rows_around(
+    conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+) -> list[tuple[Any, ...]]:
+    """The rows (:data:`~.search.COLUMNS`) of the messages with ``ids[thread]`` in each thread and
+    ``message_range`` unexpired neighbours on each side (by position, not seq: deleted messages
+    leave no hole), by thread then seq: one statement, whatever the number of threads."""
+    pairs = [(thread_id, message_id)
+             for thread_id, found in ids.items() for message_id in dict.fromkeys(found)]
+    if not pairs:
         return []
-    neighbours = ""
-    if message_range:
-        neighbours = (
-            f" UNION SELECT b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m WHERE {_THREAD}"
-            "  AND m.seq < hit.seq ORDER BY m.seq DESC LIMIT %(range)s) AS b"
-            f" UNION SELECT a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m WHERE {_THREAD}"
-            "  AND m.seq > hit.seq ORDER BY m.seq LIMIT %(range)s) AS a"
-        )
     cursor = await conn.execute(
-        f"WITH hit AS (SELECT m.seq FROM messages AS m WHERE {_THREAD} AND m.id = ANY(%(ids)s::text[])),"
-        f" wanted AS (SELECT seq FROM hit{neighbours})"
-        f" SELECT {COLUMNS} FROM messages AS m WHERE {_THREAD} AND m.seq IN (SELECT seq FROM wanted)"
-        " ORDER BY m.seq",
-        {**args, "ids": ids, "range": message_range},
+        _AROUND_NEIGHBOURS if message_range else _AROUND,
+        {**visible_args(resource_id), "threads": [t for t, _ in pairs], "ids": [i for _, i in pairs],
+         "range": message_range},
     )
-    return [rows.message(r) for r in await cursor.fetchall()]
+    return await cursor.fetchall()
+
+
+_NEAR = f"m.resource_id = %(resource)s AND m.thread_id = hit.thread_id AND {VISIBLE}"
+_HITS = (
+    "WITH hit AS (SELECT m.thread_id, m.seq"
+    "  FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS p(thread_id, id)"
+    "  JOIN messages AS m ON m.resource_id = %(resource)s AND m.thread_id = p.thread_id AND m.id = p.id"
+    f"  WHERE {VISIBLE}),"
+)
+_WANTED = (
+    f" SELECT {COLUMNS} FROM wanted JOIN messages AS m ON m.resource_id = %(resource)s"
+    f" AND m.thread_id = wanted.thread_id AND m.seq = wanted.seq WHERE {VISIBLE} ORDER BY m.thread_id, m.seq"
+)
+_AROUND = _HITS + " wanted AS (SELECT thread_id, seq FROM hit)" + _WANTED
+""":func:`rows_around` with no neighbours."""
+_AROUND_NEIGHBOURS = (
+    _HITS + " wanted AS (SELECT thread_id, seq FROM hit"
+    " UNION SELECT hit.thread_id, b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
+    f"  WHERE {_NEAR} AND m.seq < hit.seq ORDER BY m.seq DESC LIMIT %(range)s) AS b"
+    " UNION SELECT hit.thread_id, a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
+    f"  WHERE {_NEAR} AND m.seq > hit.seq ORDER BY m.seq LIMIT %(range)s) AS a)" + _WANTED
+)
+""":func:`rows_around` with ``%(range)s`` neighbours each side of each hit."""
 
 
 async def _thread_exists(conn: Conn, resource_id: str, thread_id: str) -> bool:

@@ -23,17 +23,19 @@ distinct words are indexed (:data:`MAX_VECTOR_BYTES`; a 10 MB message still save
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from psycopg import errors
 
 from memvault.errors import StoreError
-from memvault.model import Message, SearchHit
+from memvault.model import Message
 from memvault.rules.words import index_text, query_groups, stem, tokens
 from memvault.stores import rows
 from memvault.stores.postgres.db import Conn, pipelined_transaction
 from memvault.stores.postgres.retention import VISIBLE, visible_args
+
+T = TypeVar("T")
 
 COLUMNS = rows.qualified(rows.MESSAGE_COLUMNS, "m")
 """The message columns :func:`memvault.stores.rows.message` reads, from ``messages AS m``."""
@@ -96,10 +98,12 @@ def _lexeme(word: str) -> str:
 
 
 async def search(
-    conn: Conn, resource_id: str, query: str, thread_id: str | None, limit: int
-) -> list[SearchHit]:
+    conn: Conn, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], T]
+) -> list[tuple[T, float]]:
     """The resource's (or the thread's) messages matching ``query`` (a :func:`tsquery`), best
-    first; ties go to the older message. Raises StoreError after :data:`SEARCH_TIMEOUT`."""
+    first, each row made into what ``make`` makes of it (:func:`~memvault.stores.rows.message`,
+    :func:`~memvault.stores.rows.passage`) with its score; ties go to the older message. Raises
+    StoreError after :data:`SEARCH_TIMEOUT`."""
     where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
     if thread_id is not None:
         where += " AND m.thread_id = %(thread)s"
@@ -119,10 +123,7 @@ async def search(
             f" search may run {SEARCH_TIMEOUT:g} s): the server may be overloaded; try again,"
             " or search with fewer words"
         ) from exc
-    return [
-        SearchHit.model_construct(message=rows.message(r[:-1]), score=float(r[-1]))
-        for r in found
-    ]
+    return [(make(r[:-1]), float(r[-1])) for r in found]
 
 
 async def rebuild(conn: Conn) -> int:

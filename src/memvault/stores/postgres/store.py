@@ -24,9 +24,9 @@ with concurrent writers is in the modules of its transaction bodies.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -47,6 +47,7 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.passages import Passage
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import graph as _graph
@@ -63,6 +64,8 @@ from memvault.stores.postgres.graph_store import PostgresGraph
 from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
 from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
+
+_T = TypeVar("_T")
 
 _OPTIONS = ("schema", "min_size", "max_size")
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -186,11 +189,22 @@ class PostgresStore(PostgresGraph):
     async def search_messages(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
     ) -> list[SearchHit]:
+        found = await self._search(resource_id, query, thread_id, limit, rows.message)
+        return [SearchHit.model_construct(message=message, score=score) for message, score in found]
+
+    async def search_passages(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[Passage, float]]:
+        return await self._search(resource_id, query, thread_id, limit, rows.passage)
+
+    async def _search(
+        self, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], _T]
+    ) -> list[tuple[_T, float]]:
         check_limit(limit)
         match = _search.tsquery(query)
         if match is None:
             return []
-        return await self._db.read(_search.search, resource_id, match, thread_id, limit)
+        return await self._db.read(_search.search, resource_id, match, thread_id, limit, make)
 
     async def rebuild_search_index(self) -> int:
         return await self._db.read(_search.rebuild)
@@ -276,9 +290,20 @@ class PostgresStore(PostgresGraph):
     async def read_around(
         self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
     ) -> dict[str, list[Message]]:
+        return await self._around(_batch.read_around, resource_id, ids, message_range)
+
+    async def read_passages(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
+    ) -> dict[str, list[Passage]]:
+        return await self._around(_batch.read_passages, resource_id, ids, message_range)
+
+    async def _around(
+        self, body: Callable[..., Awaitable[dict[str, list[_T]]]], resource_id: str,
+        ids: Mapping[str, Sequence[str]], message_range: int,
+    ) -> dict[str, list[_T]]:
         for found in ids.values():
             check_query(MessageQuery(ids=found, message_range=message_range))
-        return await self._db.read(_batch.read_around, resource_id, ids, message_range)
+        return await self._db.read(body, resource_id, ids, message_range)
 
     # embeddings
 
