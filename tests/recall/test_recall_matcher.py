@@ -8,12 +8,13 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.recall.lexical import _ascii_words, _count, _TermMatcher, query_terms
+from memvault.recall.lexical import _ascii_words, _count, _spaced, _TermMatcher, query_terms
 from memvault.rules.words import ASCII_WORD, tokens
 
 WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
          "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",
-         "connected", "connection", "generously", "sensibility", "agreed", "hopping", "", "!", "-"]
+         "connected", "connection", "generously", "sensibility", "agreed", "hopping", "", "!", "-",
+         "RUNNING", "Tea.", "e-mail", "x1y", "(organ)", "Happily,", "TEAS!", "\t", "a\nb"]
 TEXT = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
 
 
@@ -43,5 +44,8 @@ def test_examples() -> None:
 @given(text=st.text(alphabet=st.characters(max_codepoint=127)))
 def test_ascii_word_count_is_the_patterns(text: str) -> None:
     """The length of an ASCII text, counted without making its words, is what the
-    tokenizer's pattern finds (upper case and ``_`` are separators there)."""
-    assert _ascii_words(text) == len(ASCII_WORD.findall(text))
+    tokenizer's pattern finds in the lower-cased text (``_`` is a separator there), and its
+    spaced form holds those words, each after a space."""
+    spaced = _spaced(text)
+    assert _ascii_words(spaced) == len(ASCII_WORD.findall(text.lower()))
+    assert spaced.decode().split() == ASCII_WORD.findall(text.lower())

@@ -92,38 +92,45 @@ class _TermMatcher:
         self.terms = terms
         self._single = {term[0]: t for t, term in enumerate(terms) if len(term) == 1}
         prefixes = sorted({w[: max(1, len(w) - 1)] for w in self._single}, key=len, reverse=True)
+        # a word starts after a space in a spaced text (:func:`_spaced`)
         self._candidates = re.compile(
-            r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, prefixes)) + r")[a-z0-9]*"
+            " ((?:" + "|".join(map(re.escape, prefixes)) + ")[a-z0-9]*)"
         ) if prefixes else None
 
     def counts(self, text: str) -> tuple[dict[int, int], int]:
         """The counts of the terms found in ``text`` (by term index; only those found) and its
         length in tokens."""
-        # ASCII has no CJK run to split, and folding it is lower-casing
-        folded = text.lower() if text.isascii() else fold(split_cjk(text))
+        folded = text if text.isascii() else fold(split_cjk(text))  # ASCII has no CJK run to split
         if not folded.isascii():  # CJK runs, other scripts: the full tokenizer
             toks = _TOKENS.get(text)
             words = Counter(toks)
             return {t: c for t, term in enumerate(self.terms) if (c := _count(term, toks, words))}, len(toks)
-        length = _ascii_words(folded)
+        spaced = _spaced(folded)
         found: dict[int, int] = {}
         if self._candidates is not None:
-            for word in self._candidates.findall(folded):
+            for word in self._candidates.findall(spaced.decode("ascii")):
                 t = self._single.get(stem(word))
                 if t is not None:
                     found[t] = found.get(t, 0) + 1
-        return found, length
+        return found, _ascii_words(spaced)
 
 
+_SPACED = bytes(i if chr(i) in _WORD_CHARS else i + 32 if 65 <= i <= 90 else 32 for i in range(256))
+"""Lower-cases ASCII letters and makes every other character that is not in a word a space."""
 _RUNS = bytes(ord("a") if chr(i) in _WORD_CHARS else ord(" ") for i in range(256))
 
 
-def _ascii_words(folded: str) -> int:
-    """How many words :data:`~memvault.rules.words.ASCII_WORD` finds in ``folded`` (ASCII), counted
-    without making them: each word character becomes ``a``, every other one a space, and the
-    words are the runs of ``a``, each starting at ``" a"`` (or at the very start)."""
-    runs = folded.encode("ascii").translate(_RUNS)
-    return runs.count(b" a") + runs.startswith(b"a")
+def _spaced(text: str) -> bytes:
+    """``text`` (ASCII) lower-cased, after a space, with a space for every character outside
+    :data:`~memvault.rules.words.ASCII_WORD`'s words: each word starts at a space followed by
+    a word character, and ends at a space or at the end."""
+    return (" " + text).encode("ascii").translate(_SPACED)
+
+
+def _ascii_words(spaced: bytes) -> int:
+    """How many words a :func:`_spaced` text holds, counted without making them: each word
+    character becomes ``a``, and each word starts at ``" a"``."""
+    return spaced.translate(_RUNS).count(b" a")
 
 
 @dataclass
