@@ -145,23 +145,28 @@ async def rows_around(
 
 
 _NEAR = f"m.resource_id = %(resource)s AND m.thread_id = hit.thread_id AND {VISIBLE}"
+# Every step is a LATERAL lookup by a unique index (thread and id, thread and seq), so the
+# statement's cost is the rows it returns, never the resource's size. (``LIMIT 1``, which a
+# unique key makes a no-op, keeps the planner from flattening a lookup into a join, which it
+# may plan as a scan of the resource's messages.)
 _HITS = (
-    "WITH hit AS (SELECT m.thread_id, m.seq"
-    "  FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS p(thread_id, id)"
-    "  JOIN messages AS m ON m.resource_id = %(resource)s AND m.thread_id = p.thread_id AND m.id = p.id"
-    f"  WHERE {VISIBLE}),"
+    "WITH hit AS (SELECT h.thread_id, h.seq"
+    "  FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS p(thread_id, id) CROSS JOIN LATERAL"
+    "  (SELECT m.thread_id, m.seq FROM messages AS m WHERE m.resource_id = %(resource)s"
+    f"   AND m.thread_id = p.thread_id AND m.id = p.id AND {VISIBLE} LIMIT 1) AS h),"
 )
 _WANTED = (
-    f" SELECT {COLUMNS} FROM wanted JOIN messages AS m ON m.resource_id = %(resource)s"
-    f" AND m.thread_id = wanted.thread_id AND m.seq = wanted.seq WHERE {VISIBLE} ORDER BY m.thread_id, m.seq"
+    f" SELECT {COLUMNS} FROM (SELECT DISTINCT thread_id, seq FROM wanted) AS w CROSS JOIN LATERAL"
+    " (SELECT * FROM messages AS m WHERE m.resource_id = %(resource)s AND m.thread_id = w.thread_id"
+    f"  AND m.seq = w.seq AND {VISIBLE} LIMIT 1) AS m ORDER BY m.thread_id, m.seq"
 )
 _AROUND = _HITS + " wanted AS (SELECT thread_id, seq FROM hit)" + _WANTED
 """:func:`rows_around` with no neighbours."""
 _AROUND_NEIGHBOURS = (
     _HITS + " wanted AS (SELECT thread_id, seq FROM hit"
-    " UNION SELECT hit.thread_id, b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
+    " UNION ALL SELECT hit.thread_id, b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
     f"  WHERE {_NEAR} AND m.seq < hit.seq ORDER BY m.seq DESC LIMIT %(range)s) AS b"
-    " UNION SELECT hit.thread_id, a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
+    " UNION ALL SELECT hit.thread_id, a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
     f"  WHERE {_NEAR} AND m.seq > hit.seq ORDER BY m.seq LIMIT %(range)s) AS a)" + _WANTED
 )
 """:func:`rows_around` with ``%(range)s`` neighbours each side of each hit."""
