@@ -43,8 +43,6 @@ async def _read_rows_around(
     make: Callable[[Any], T],
 ) -> dict[str, list[T]]:
     """For each thread, what ``get_messages(..., MessageQuery(ids=..., message_range=...))``
-    reads, each row made into what ``make`` makes of it: one statement for every thread."""
-    out: dict[str, list[T]] = {thread_id: [] for thread_id in ids}
-    for row in await _messages.rows_around(conn, resource_id, ids, message_range):
-        out[row[1]].append(make(row))
-    return out
+    reads, each row made into what ``make`` makes of it, in one network round trip."""
+    found = await _messages.rows_around(conn, resource_id, ids, message_range)
+    return {thread_id: [make(row) for row in found.get(thread_id, ())] for thread_id in ids}

@@ -123,53 +123,41 @@ async def _around(conn: Conn, args: dict[str, Any], ids: list[str], message_rang
     """The messages with these ids and ``message_range`` neighbours on each side (by position,
     not seq: deleted messages leave no hole), in seq order."""
     found = await rows_around(conn, args["resource"], {args["thread"]: ids}, message_range)
-    return [rows.message(r) for r in found]
+    return [rows.message(r) for r in found.get(args["thread"], [])]
 
 
 async def rows_around(
     conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-) -> list[tuple[Any, ...]]:
-    """The rows (:data:`~.search.COLUMNS`) of the messages with ``ids[thread]`` in each thread and
-    ``message_range`` unexpired neighbours on each side (by position, not seq: deleted messages
-    leave no hole), by thread then seq: one statement, whatever the number of threads."""
-    pairs = [(thread_id, message_id)
-             for thread_id, found in ids.items() for message_id in dict.fromkeys(found)]
-    if not pairs:
-        return []
-    cursor = await conn.execute(
-        _AROUND_NEIGHBOURS if message_range else _AROUND,
-        {**visible_args(resource_id), "threads": [t for t, _ in pairs], "ids": [i for _, i in pairs],
-         "range": message_range},
-    )
-    return await cursor.fetchall()
+) -> dict[str, list[tuple[Any, ...]]]:
+    """For each thread of ``ids`` that has any, the rows (:data:`~.search.COLUMNS`) of the
+    messages with those ids and ``message_range`` unexpired neighbours on each side (by
+    position, not seq: deleted messages leave no hole), in seq order. One statement per
+    thread, all sent in one network round trip (psycopg's pipeline mode)."""
+    wanted = {thread_id: list(dict.fromkeys(found)) for thread_id, found in ids.items() if found}
+    if not wanted:
+        return {}
+    args = visible_args(resource_id)
+    sql = _AROUND_NEIGHBOURS if message_range else _AROUND
+    async with conn.pipeline():
+        cursors = {thread_id: await conn.execute(sql, {**args, "thread": thread_id, "ids": found,
+                                                       "range": message_range})
+                   for thread_id, found in wanted.items()}
+    return {thread_id: await cursor.fetchall() for thread_id, cursor in cursors.items()}
 
 
-_NEAR = f"m.resource_id = %(resource)s AND m.thread_id = hit.thread_id AND {VISIBLE}"
-# Every step is a LATERAL lookup by a unique index (thread and id, thread and seq), so the
-# statement's cost is the rows it returns, never the resource's size. (``LIMIT 1``, which a
-# unique key makes a no-op, keeps the planner from flattening a lookup into a join, which it
-# may plan as a scan of the resource's messages.)
-_HITS = (
-    "WITH hit AS (SELECT h.thread_id, h.seq"
-    "  FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS p(thread_id, id) CROSS JOIN LATERAL"
-    "  (SELECT m.thread_id, m.seq FROM messages AS m WHERE m.resource_id = %(resource)s"
-    f"   AND m.thread_id = p.thread_id AND m.id = p.id AND {VISIBLE} LIMIT 1) AS h),"
-)
-_WANTED = (
-    f" SELECT {COLUMNS} FROM (SELECT DISTINCT thread_id, seq FROM wanted) AS w CROSS JOIN LATERAL"
-    " (SELECT * FROM messages AS m WHERE m.resource_id = %(resource)s AND m.thread_id = w.thread_id"
-    f"  AND m.seq = w.seq AND {VISIBLE} LIMIT 1) AS m ORDER BY m.thread_id, m.seq"
-)
-_AROUND = _HITS + " wanted AS (SELECT thread_id, seq FROM hit)" + _WANTED
-""":func:`rows_around` with no neighbours."""
+_HIT = f"WITH hit AS (SELECT m.seq FROM messages AS m WHERE {_THREAD} AND m.id = ANY(%(ids)s::text[])),"
+_WANTED = (f" SELECT {COLUMNS} FROM messages AS m WHERE {_THREAD} AND m.seq IN (SELECT seq FROM wanted)"
+           " ORDER BY m.seq")
+_AROUND = _HIT + " wanted AS (SELECT seq FROM hit)" + _WANTED
+""":func:`rows_around`'s statement for one thread, with no neighbours."""
 _AROUND_NEIGHBOURS = (
-    _HITS + " wanted AS (SELECT thread_id, seq FROM hit"
-    " UNION ALL SELECT hit.thread_id, b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
-    f"  WHERE {_NEAR} AND m.seq < hit.seq ORDER BY m.seq DESC LIMIT %(range)s) AS b"
-    " UNION ALL SELECT hit.thread_id, a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m"
-    f"  WHERE {_NEAR} AND m.seq > hit.seq ORDER BY m.seq LIMIT %(range)s) AS a)" + _WANTED
+    _HIT + " wanted AS (SELECT seq FROM hit"
+    f" UNION SELECT b.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m WHERE {_THREAD}"
+    "  AND m.seq < hit.seq ORDER BY m.seq DESC LIMIT %(range)s) AS b"
+    f" UNION SELECT a.seq FROM hit, LATERAL (SELECT m.seq FROM messages AS m WHERE {_THREAD}"
+    "  AND m.seq > hit.seq ORDER BY m.seq LIMIT %(range)s) AS a)" + _WANTED
 )
-""":func:`rows_around` with ``%(range)s`` neighbours each side of each hit."""
+""":func:`rows_around`'s statement for one thread, with ``%(range)s`` neighbours each side of each hit."""
 
 
 async def _thread_exists(conn: Conn, resource_id: str, thread_id: str) -> bool:
