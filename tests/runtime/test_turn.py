@@ -211,3 +211,17 @@ async def test_working_memory_disabled_removes_the_note_and_its_tools(memory: Me
     assert "matcha" not in str(fed) and "working memory" not in str(fed[0]).lower()
     assert {t["function"]["name"] for t in model.calls[0][1] or []} == {"search_memory"}
     assert await memory.get_working_memory(resource_id="ada") == "- Likes: matcha"
+
+
+@pytest.mark.parametrize("earlier", [0, 3, 6, 9, 12, 30])
+async def test_a_young_thread_is_fed_its_whole_window(memory: Memory, earlier: int) -> None:
+    """The history a turn feeds is the thread's window, however many messages the thread has
+    (a thread shorter than the window once lost its oldest messages)."""
+    await memory.save_messages([Message.user(f"said {i}", id=f"m{i}") for i in range(earlier)],
+                               thread_id="t1", resource_id="ada")
+    async with Turn(memory, thread_id="t1", resource_id="ada", user_message="and now?",
+                    model=ScriptedModel(["ok"]), options=TurnOptions(titles=False)) as turn:
+        window = await memory.get_history(thread_id="t1", resource_id="ada")
+        assert [m.id for m in turn.context.history] == [m.id for m in window]
+        assert len(window) == min(earlier + 1, memory.options.history.last_n)
+        await turn.run()

@@ -129,7 +129,7 @@ class RecallReader:
         last_n = self.last_n if last_n is None else last_n
         tail = self._tails.get(thread_id)
         if tail is not None and (tail[1] or len(tail[0]) >= last_n):
-            newest = tail[0][len(tail[0]) - last_n:] if last_n else []
+            newest = tail[0][max(0, len(tail[0]) - last_n):] if last_n else []
         else:
             self.calls += 1
             newest = await self.store.get_messages(self.resource_id, thread_id, MessageQuery(last_n=last_n))
