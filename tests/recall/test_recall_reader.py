@@ -79,3 +79,30 @@ async def test_the_note_is_read_once_and_the_window_can_be_given() -> None:
     short = RecallReader(store, "ada", last_n=50)
     short.preload_tail("t", saved, complete=True)  # the whole thread: enough for any window
     assert _ids(await short.window("t")) == _ids(saved) and short.calls == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 12), last_n=st.integers(0, 15), note=st.sampled_from([None, "- Name: Ada"]),
+       thread=st.sampled_from(["t", "other", "missing"]))
+def test_read_turn_reads_the_window_and_the_note_in_one_call(
+    size: int, last_n: int, note: str | None, thread: str
+) -> None:
+    """What :meth:`RecallReader.window` and :meth:`RecallReader.note` give after
+    :meth:`RecallReader.read_turn` is what they read alone, for any thread length and window
+    (another resource's thread and a missing one included), in one store call instead of two."""
+    async def check() -> None:
+        store = InMemoryStore()
+        await store.save_messages("ada", "t", [Message.user(f"m{i}", id=f"m{i}") for i in range(size)])
+        await store.save_messages("bob", "other", [Message.user("bob's")])
+        if note is not None:
+            await store.update_working_memory("ada", "resource", lambda _: note)
+        alone = RecallReader(store, "ada")
+        expected = (_ids(await alone.window(thread, last_n)), await alone.note(thread))
+        reader = RecallReader(store, "ada")
+        await reader.read_turn(thread, last_n)
+        assert (_ids(await reader.window(thread, last_n)), await reader.note(thread)) == expected
+        assert (reader.calls, alone.calls) == (1, 2)
+        await reader.read_turn(thread, last_n)  # known already: nothing read
+        assert reader.calls == 1
+
+    asyncio.run(check())

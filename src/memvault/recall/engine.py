@@ -80,6 +80,8 @@ async def recall(
 
     window: list[Message] = []
     if thread_id is not None and options.last_n != 0:
+        if options.working_memory:  # both are read: in one store call where the store can
+            await reader.read_turn(thread_id, options.last_n)
         window = await reader.window(thread_id, options.last_n)
     in_window = {merging.key(m) for m in window}
 

@@ -123,6 +123,21 @@ class RecallReader:
         """Give the reader the note :meth:`note` would read for ``thread_id``."""
         self._notes[self._note_key(thread_id)] = content
 
+    async def read_turn(self, thread_id: str, last_n: int | None = None) -> None:
+        """Read the thread's newest ``last_n`` messages (``None``: the reader's ``last_n``) and
+        the note together, in one store call (a store with
+        :class:`~memvault.stores.capabilities.BatchReads`), for a caller that will ask for both
+        (:meth:`window`, :meth:`note`); nothing when either is known already, or the store
+        cannot."""
+        key = self._note_key(thread_id)
+        if key in self._notes or thread_id in self._tails or not supports_batch_reads(self.store):
+            return
+        last_n = self.last_n if last_n is None else last_n
+        self.calls += 1
+        read = await self.store.read_turn(self.resource_id, thread_id, last_n=last_n, note_key=key)
+        self.preload_tail(thread_id, read.messages, complete=len(read.messages) < last_n)
+        self._notes[key] = read.note
+
     async def window(self, thread_id: str, last_n: int | None = None) -> list[Message]:
         """The thread's recent window: its newest ``last_n`` messages (``None``: the reader's
         ``last_n``), trimmed to the token limit, never splitting a tool call from its result."""

@@ -8,21 +8,30 @@ from typing import Any, TypeVar
 
 from memvault.model import Message
 from memvault.stores import rows
-from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import TurnRead
 from memvault.stores.passages import Passage
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
 from memvault.stores.postgres import summaries as _summaries
 from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.retention import visible_args
 
 T = TypeVar("T")
 
 
 async def read_turn(conn: Conn, resource_id: str, thread_id: str, last_n: int, note_key: str) -> TurnRead:
-    return TurnRead(await _messages.get_messages(conn, resource_id, thread_id, MessageQuery(last_n=last_n)),
-                    await _summaries.get_summary(conn, resource_id, thread_id),
-                    await _records.get_working_memory(conn, resource_id, note_key))
+    """The thread's newest ``last_n`` messages, its summary and the note, as ``get_messages``,
+    ``get_summary`` and ``get_working_memory`` read them: the three statements sent in one
+    network round trip (psycopg's pipeline mode)."""
+    async with conn.pipeline():
+        window = await conn.execute(_messages.newest(), {**visible_args(resource_id), "thread": thread_id,
+                                                         "n": last_n})
+        summary = await conn.execute(_summaries.GET_SUMMARY, (resource_id, thread_id))
+        note = await conn.execute(_records.GET_NOTE, (resource_id, note_key))
+    found = await summary.fetchone()
+    content = await note.fetchone()
+    return TurnRead([rows.message(r) for r in reversed(await window.fetchall())],
+                    rows.summary(found) if found else None, str(content[0]) if content else None)
 
 
 async def read_around(

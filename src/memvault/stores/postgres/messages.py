@@ -109,7 +109,7 @@ async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: Mess
     select = f"SELECT {COLUMNS} FROM messages AS m WHERE {where}"
     if query.last_n is not None:
         args["n"] = query.last_n
-        cursor = await conn.execute(f"{select} ORDER BY m.seq DESC LIMIT %(n)s", args)
+        cursor = await conn.execute(newest(where), args)
         return [rows.message(r) for r in reversed(await cursor.fetchall())]
     elif query.first_n is not None:
         args["n"] = query.first_n
@@ -117,6 +117,13 @@ async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: Mess
     else:
         cursor = await conn.execute(f"{select} ORDER BY m.seq", args)
     return [rows.message(r) for r in await cursor.fetchall()]
+
+
+def newest(where: str = _THREAD) -> str:
+    """The statement reading the newest ``%(n)s`` messages ``where`` selects (:data:`_THREAD`:
+    the thread's, with the arguments of :func:`~.retention.visible_args` and ``thread``),
+    newest first."""
+    return f"SELECT {COLUMNS} FROM messages AS m WHERE {where} ORDER BY m.seq DESC LIMIT %(n)s"
 
 
 async def _around(conn: Conn, args: dict[str, Any], ids: list[str], message_range: int) -> list[Message]:

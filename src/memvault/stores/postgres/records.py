@@ -27,11 +27,12 @@ from memvault.stores.postgres.ops import Op, claim, record
 _KEY = "resource_id = %s AND key = %s"
 
 
+GET_NOTE = f"SELECT content FROM working_memory WHERE {_KEY}"
+"""A working memory's content (arguments: the resource and the note's key)."""
+
+
 async def get_working_memory(conn: Conn, resource_id: str, key: str, *, lock: bool = False) -> str | None:
-    cursor = await conn.execute(
-        f"SELECT content FROM working_memory WHERE {_KEY}" + (" FOR UPDATE" if lock else ""),
-        (resource_id, key),
-    )
+    cursor = await conn.execute(GET_NOTE + (" FOR UPDATE" if lock else ""), (resource_id, key))
     row = await cursor.fetchone()
     return str(row[0]) if row else None
 

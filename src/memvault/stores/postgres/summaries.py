@@ -11,10 +11,12 @@ from memvault.stores.postgres.db import Conn
 _THREAD = "resource_id = %s AND thread_id = %s"
 
 
+GET_SUMMARY = f"SELECT {rows.SUMMARY_COLUMNS} FROM summaries WHERE {_THREAD}"
+"""A thread's summary row (arguments: the resource and the thread)."""
+
+
 async def get_summary(conn: Conn, resource_id: str, thread_id: str) -> Summary | None:
-    cursor = await conn.execute(
-        f"SELECT {rows.SUMMARY_COLUMNS} FROM summaries WHERE {_THREAD}", (resource_id, thread_id)
-    )
+    cursor = await conn.execute(GET_SUMMARY, (resource_id, thread_id))
     row = await cursor.fetchone()
     return rows.summary(row) if row else None
 
