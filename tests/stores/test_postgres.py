@@ -432,3 +432,44 @@ async def test_titles_folded_by_lower_before_migration_8_are_folded_again(
         assert await memory.count_threads(resource_id=RESOURCE, title_contains="ete 100") == 3
     rows = _sql(server, sql.SQL("SELECT title, title_fold FROM {}").format(threads))
     assert len(rows) == 1004 and all(folded == fold(title) for title, folded in rows)
+
+
+async def test_a_word_is_one_lexeme_whatever_the_servers_locale(server: str, schemas: list[str]) -> None:
+    """Every stored and searched word reaches PostgreSQL's parser as one plain ASCII word
+    (:func:`memvault.stores.postgres.search.lexeme`): a character the server's locale counts as
+    a space (U+108FB under C.UTF-8) once split "\\U000108fb42" into "42", so the query matched a
+    message saying "42" that the reference store does not match. Migration 11 indexes again the
+    messages written before (parts beyond ASCII, lexemes starting with "x"), in batches."""
+    from psycopg import sql
+
+    from memvault import Memory, Message
+    from memvault.rules.words import tokens
+
+    schema = _new(schemas)
+    url = with_params(server, schema=schema)
+    said = {"digits": "x y z 42", "hatran": "\U000108fb42 here", "cafe": "Café au lait",
+            "xbox": "an xbox game", "plain": "green tea"}
+    async with await Memory.open(url) as memory:
+        await memory.save_messages([Message.user(text, id=key) for key, text in said.items()],
+                                   thread_id="t", resource_id=RESOURCE)
+        reference = await Memory.open("memory://")
+        await reference.save_messages([Message.user(text, id=key) for key, text in said.items()],
+                                      thread_id="t", resource_id=RESOURCE)
+
+        async def found(on: Memory, query: str) -> list[str]:
+            return sorted(h.message.id for h in await on.search_messages(resource_id=RESOURCE, query=query))
+
+        queries = ["\U000108fb42", "42", "cafe", "café", "xbox", "green", "x"]
+        expected = {q: await found(reference, q) for q in queries}
+        assert expected["\U000108fb42"] == ["hatran"] and expected["42"] == ["digits"]
+        assert {q: await found(memory, q) for q in queries} == expected
+        # as a version-10 schema left them: the stemmed tokens, each parsed by the server
+        messages = sql.SQL("{}.messages").format(sql.Identifier(schema))
+        for key, text in said.items():
+            _sql(server, sql.SQL("UPDATE {} SET search = to_tsvector('simple', %s) WHERE id = %s").format(
+                messages), (" ".join(tokens(text)), key))
+        assert await found(memory, "\U000108fb42") == await found(memory, "xbox") == []
+        await reference.close()
+    _sql(server, sql.SQL("UPDATE {}.memvault_schema_version SET version = 10").format(sql.Identifier(schema)))
+    async with await Memory.open(url) as memory:
+        assert {q: await found(memory, q) for q in queries} == expected

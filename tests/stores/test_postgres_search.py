@@ -33,7 +33,8 @@ R = "res"
         ("it's", "'it' | 's'"),
         ("s", "'s'"),
         ("Is it running?", "'run'"),
-        ("中文", "'中' <-> '文'"),
+        ("中文", "'xe4b8ad' <-> 'xe69687'"),  # each character as its lexeme: UTF-8 in hex
+        ("Xbox 42", "'x78626f78' | '42'"),
         ("'", None), ("\\", None), ("&|!():*<->", None), ("", None),
     ],
 )

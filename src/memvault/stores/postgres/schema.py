@@ -33,6 +33,7 @@ from psycopg import sql
 
 from memvault.errors import SchemaVersionError
 from memvault.rules.words import fold
+from memvault.stores.postgres import search as _search
 from memvault.stores.postgres.db import Conn
 
 Step = str | Callable[[Conn], Awaitable[None]]
@@ -58,6 +59,12 @@ async def _refold_titles(conn: Conn) -> None:
             await cursor.executemany(
                 "UPDATE threads SET title_fold = %s WHERE resource_id = %s AND id = %s", changed)
         after = (rows[-1][0], rows[-1][1])
+
+
+async def _relexeme(conn: Conn) -> None:
+    """Index again the messages whose words may be written differently now (:data:`.search.
+    NOT_PLAIN`), in batches (savepoints of this migration's transaction)."""
+    await _search.rebuild(conn, _search.NOT_PLAIN)
 
 
 MIGRATIONS: tuple[Step, ...] = (
@@ -255,6 +262,9 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     # titles written before migration 8 folded as memvault folds them (see _refold_titles)
     _refold_titles,
+    # each token written as its lexeme (memvault.stores.postgres.search.lexeme), so that the
+    # server's parser never splits one: the messages that may hold a token that is not plain
+    _relexeme,
 )
 
 LATEST = len(MIGRATIONS)

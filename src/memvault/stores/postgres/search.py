@@ -3,9 +3,11 @@
 Words are made in Python, by the same code the reference store uses, so that folding, CJK
 splitting and Porter stemming agree everywhere: a message's ``search`` column is
 ``to_tsvector('simple', document(message))``, where :func:`document` is the message's indexed
-text (:func:`memvault.rules.words.index_text`) as space-separated stemmed tokens, and a query is
-:func:`tsquery`: one phrase per query group (``'中' <-> '文'``), joined by ``|``. The ``simple``
-configuration only lower-cases, so it keeps these tokens as they are and has no stop words.
+text (:func:`memvault.rules.words.index_text`) as space-separated stemmed tokens, each written
+as its :func:`lexeme`, and a query is :func:`tsquery`: one phrase per query group
+(``'中' <-> '文'``), joined by ``|``. A lexeme is plain ASCII letters and digits, which the
+``simple`` configuration keeps whole and as it is (it has no stop words), whatever the server's
+locale: PostgreSQL's parser never sees a character it could take for a space.
 
 Any user string is safe: the query text reaches PostgreSQL only as stemmed word tokens, each
 quoted as a tsquery lexeme, in a bound parameter. Ranking is ``ts_rank_cd`` (cover density,
@@ -23,6 +25,7 @@ distinct words are indexed (:data:`MAX_VECTOR_BYTES`; a 10 MB message still save
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -43,10 +46,24 @@ REBUILD_BATCH = 500
 SEARCH_TIMEOUT = 10.0
 """Seconds a search statement may run before the server cancels it (``statement_timeout``)."""
 MAX_LEXEME_BYTES = 2047
-"""PostgreSQL does not index longer words."""
+"""PostgreSQL does not index longer words (a :func:`lexeme`: a word that is not plain ASCII
+letters and digits is searchable up to 1,023 bytes of UTF-8)."""
+_PLAIN = re.compile(r"[a-wyz0-9][a-z0-9]*")
+"""A token stored as it is: ASCII letters and digits, not starting with ``x``."""
 MAX_VECTOR_BYTES = 900_000
 """A ``tsvector`` holds at most 1 MiB: a message's document stops at about this size (counted
 generously), so that saving a huge message never fails; only its words past it go unsearchable."""
+
+
+def lexeme(token: str) -> str:
+    """How a token is written for PostgreSQL: as it is when it is plain (:data:`_PLAIN`), else
+    ``x`` and its UTF-8 bytes in hexadecimal. The parser then reads every written token as one
+    ASCII word, which ``simple`` keeps as it is, so a token matches exactly the tokens equal to
+    it, as in the reference store. A character the server's locale counts as a space (U+108FB
+    under C.UTF-8, say) no longer splits a token in two (the query "\U000108fb42" matched "42"),
+    nor does the locale's lower-casing change one. The mapping is one to one: a plain token
+    never starts with ``x``."""
+    return token if _PLAIN.fullmatch(token) else "x" + token.encode().hex()
 
 
 def document(message: Message) -> str:
@@ -56,8 +73,8 @@ def document(message: Message) -> str:
     seen: set[str] = set()
     size = 0
     for chunk in _chunks(index_text(message)):
-        for token in tokens(chunk):
-            length = len(token.encode())
+        for token in map(lexeme, tokens(chunk)):
+            length = len(token)  # ASCII
             if length > MAX_LEXEME_BYTES:
                 continue  # PostgreSQL skips it, as we do
             size += 2 if token in seen else length + 10  # a position; or an entry, count and position
@@ -87,13 +104,13 @@ def tsquery(query: str) -> str | None:
     """A ``to_tsquery('simple', ...)`` expression for any user string: one quoted phrase per
     query group, joined by ``|``; ``None`` when the query has no words (it matches nothing)."""
     phrases = dict.fromkeys(
-        " <-> ".join(_lexeme(stem(word)) for word in group) for group in query_groups(query)
+        " <-> ".join(_quoted(lexeme(stem(word))) for word in group) for group in query_groups(query)
     )
     return " | ".join(phrases) or None
 
 
-def _lexeme(word: str) -> str:
-    # Tokens are letters and digits; escaping anyway keeps any string a plain lexeme.
+def _quoted(word: str) -> str:
+    # Lexemes are letters and digits; escaping anyway keeps any string a plain lexeme.
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
@@ -126,15 +143,16 @@ async def search(
     return [(make(r[:-1]), float(r[-1])) for r in found]
 
 
-async def rebuild(conn: Conn) -> int:
-    """Recompute every message's ``search`` column from its parts, a batch per transaction
-    (``conn`` in autocommit mode); returns how many messages it covered."""
+async def rebuild(conn: Conn, where: str = "true") -> int:
+    """Recompute the ``search`` column of every message (of those ``where``, a condition on
+    ``messages AS m``, selects) from its parts, a batch per transaction (``conn`` in autocommit
+    mode; in a transaction, a savepoint per batch); returns how many it covered."""
     done, after = 0, 0
     while True:
         async with conn.transaction():
             cursor = await conn.execute(
-                f"SELECT m.pk, {COLUMNS} FROM messages AS m WHERE m.pk > %s ORDER BY m.pk LIMIT %s"
-                " FOR NO KEY UPDATE",
+                f"SELECT m.pk, {COLUMNS} FROM messages AS m WHERE m.pk > %s AND ({where})"
+                " ORDER BY m.pk LIMIT %s FOR NO KEY UPDATE",
                 (after, REBUILD_BATCH),
             )
             found: list[Any] = await cursor.fetchall()
@@ -147,3 +165,10 @@ async def rebuild(conn: Conn) -> int:
             )
         done += len(found)
         after = found[-1][0]
+
+
+NOT_PLAIN = ("m.parts ~ '[^\\x01-\\x7f]' OR strpos(m.parts, '\\u') > 0"
+             " OR strpos(m.search::text, '''x') > 0")
+"""The messages whose :func:`document` may hold a token that is not plain (:func:`lexeme`):
+a character beyond ASCII in their parts (as it is or escaped in the JSON), or a lexeme
+starting with ``x``: what schema migration 11 indexes again (:mod:`.schema`)."""
