@@ -6,10 +6,10 @@ small: its place in its thread, its time, its metadata (the author's name) and i
 (:func:`memvault.rules.words.index_text`). A :class:`Passage` carries exactly that, and
 :meth:`Passage.message` gives the whole :class:`~memvault.model.Message`, built on first use.
 A store that can make passages from its rows without building messages
-(:class:`~memvault.stores.capabilities.PassageReads`, the SQLite store) saves the cost of
-building every read message, and of decoding anything of a row before it is looked at (a
-full-text hit is only looked up by its thread and id); any other store's messages become
-passages with :meth:`Passage.of`, and nothing changes for them.
+(:class:`~memvault.stores.capabilities.PassageReads`: the SQLite and PostgreSQL stores) saves
+the cost of building every read message, and of decoding anything of a row before it is
+looked at (a full-text hit is only looked up by its thread and id); any other store's
+messages become passages with :meth:`Passage.of`, and nothing changes for them.
 """
 
 from __future__ import annotations

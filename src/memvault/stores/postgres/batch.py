@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from memvault.model import Message
 from memvault.stores import rows
 from memvault.stores.capabilities import TurnRead
-from memvault.stores.passages import Passage
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
 from memvault.stores.postgres import summaries as _summaries
@@ -34,20 +32,7 @@ async def read_turn(conn: Conn, resource_id: str, thread_id: str, last_n: int, n
                     rows.summary(found) if found else None, str(content[0]) if content else None)
 
 
-async def read_around(
-    conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-) -> dict[str, list[Message]]:
-    return await _read_rows_around(conn, resource_id, ids, message_range, rows.message)
-
-
-async def read_passages(
-    conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-) -> dict[str, list[Passage]]:
-    """:func:`read_around`'s messages as passages, built only when asked for (:func:`rows.passage`)."""
-    return await _read_rows_around(conn, resource_id, ids, message_range, rows.passage)
-
-
-async def _read_rows_around(
+async def read_rows_around(
     conn: Conn, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int,
     make: Callable[[Any], T],
 ) -> dict[str, list[T]]:

@@ -24,7 +24,7 @@ with concurrent writers is in the modules of its transaction bodies.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from memvault.errors import ConfigurationError, StoreError, StoreOpenError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
+from memvault.model import Message, State, Summary, Thread, ThreadPage, now
 from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
@@ -47,7 +47,6 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
-from memvault.stores.passages import Passage
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import graph as _graph
@@ -63,6 +62,7 @@ from memvault.stores.postgres.db import Database, reason, set_search_path
 from memvault.stores.postgres.graph_store import PostgresGraph
 from memvault.stores.postgres.ops import Pruning
 from memvault.stores.postgres.schema import migrate
+from memvault.stores.row_reads import RowReads
 from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
 
 _T = TypeVar("_T")
@@ -72,7 +72,7 @@ DEFAULT_CONNECT_TIMEOUT = 10
 
 
 @refuses_when_closed()
-class PostgresStore(PostgresGraph):
+class PostgresStore(RowReads, PostgresGraph):
     """A :class:`~memvault.stores.base.Store` in a PostgreSQL schema. Use :meth:`open`.
 
     Once closed, every call raises :class:`~memvault.errors.StoreClosedError` at once
@@ -186,16 +186,7 @@ class PostgresStore(PostgresGraph):
 
     # search
 
-    async def search_messages(
-        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
-    ) -> list[SearchHit]:
-        found = await self._search(resource_id, query, thread_id, limit, rows.message)
-        return [SearchHit.model_construct(message=message, score=score) for message, score in found]
-
-    async def search_passages(
-        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
-    ) -> list[tuple[Passage, float]]:
-        return await self._search(resource_id, query, thread_id, limit, rows.passage)
+    # search_messages and search_passages: RowReads
 
     async def _search(
         self, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], _T]
@@ -287,23 +278,15 @@ class PostgresStore(PostgresGraph):
         check_query(MessageQuery(last_n=last_n))
         return await self._db.read(_batch.read_turn, resource_id, thread_id, last_n, note_key)
 
-    async def read_around(
-        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-    ) -> dict[str, list[Message]]:
-        return await self._around(_batch.read_around, resource_id, ids, message_range)
+    # read_around and read_passages: RowReads
 
-    async def read_passages(
-        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-    ) -> dict[str, list[Passage]]:
-        return await self._around(_batch.read_passages, resource_id, ids, message_range)
-
-    async def _around(
-        self, body: Callable[..., Awaitable[dict[str, list[_T]]]], resource_id: str,
-        ids: Mapping[str, Sequence[str]], message_range: int,
+    async def _read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int,
+        make: Callable[[Any], _T],
     ) -> dict[str, list[_T]]:
         for found in ids.values():
             check_query(MessageQuery(ids=found, message_range=message_range))
-        return await self._db.read(body, resource_id, ids, message_range)
+        return await self._db.read(_batch.read_rows_around, resource_id, ids, message_range, make)
 
     # embeddings
 

@@ -8,11 +8,9 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from memvault.model import Message
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import TurnRead
-from memvault.stores.passages import Passage
 from memvault.stores.sqlite import messages as _messages
 from memvault.stores.sqlite import records as _records
 from memvault.stores.sqlite import summaries as _summaries
@@ -27,21 +25,6 @@ def read_turn(
     return TurnRead(_messages.get_messages(conn, resource_id, thread_id, MessageQuery(last_n=last_n)),
                     _summaries.get_summary(conn, resource_id, thread_id),
                     _records.get_working_memory(conn, resource_id, note_key))
-
-
-def read_around(
-    conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-) -> dict[str, list[Message]]:
-    """For each thread, what ``get_messages(..., MessageQuery(ids=..., message_range=...))``
-    gives (:func:`read_rows_around`)."""
-    return read_rows_around(conn, resource_id, ids, message_range, rows.message)
-
-
-def read_passages(
-    conn: sqlite3.Connection, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-) -> dict[str, list[Passage]]:
-    """:func:`read_around`'s messages as passages, none of them built (:func:`rows.passage`)."""
-    return read_rows_around(conn, resource_id, ids, message_range, rows.passage)
 
 
 def read_rows_around(

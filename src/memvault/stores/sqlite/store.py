@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from memvault.errors import ConfigurationError, StoreError
-from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, now
+from memvault.model import Message, State, Summary, Thread, ThreadPage, now
 from memvault.rules.words import query_groups
-from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
     ALL_THREADS,
@@ -54,7 +53,7 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
-from memvault.stores.passages import Passage
+from memvault.stores.row_reads import RowReads
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
 from memvault.stores.sqlite import export as _export
@@ -99,7 +98,7 @@ INDEX_BATCH = 512
 
 
 @refuses_when_closed()
-class SqliteStore(SqliteGraph):
+class SqliteStore(RowReads, SqliteGraph):
     """A :class:`~memvault.stores.base.Store` in one SQLite file. Use :meth:`open`.
 
     ``path``: the file (missing folders are created), or ``":memory:"`` for an in-process
@@ -277,17 +276,7 @@ class SqliteStore(SqliteGraph):
         expired: list[Expired] = await self._write(_EXPIRE_MESSAGES, now, resource_id)
         return await self._erased(expired) if expired else expired
 
-    async def search_messages(
-        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
-    ) -> list[SearchHit]:
-        found = await self._search(resource_id, query, thread_id, limit, rows.message)
-        return [SearchHit.model_construct(message=message, score=score) for message, score in found]
-
-    async def search_passages(
-        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10
-    ) -> list[tuple[Passage, float]]:
-        return await self._search(resource_id, query, thread_id, limit, rows.passage)
-
+    # search_messages and search_passages: RowReads
     async def _search(
         self, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], _T]
     ) -> list[tuple[_T, float]]:
@@ -388,26 +377,19 @@ class SqliteStore(SqliteGraph):
                                                  snapshot=True)
         return await self._read(_batch.read_turn, resource_id, thread_id, last_n, note_key)
 
-    async def read_around(
-        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-    ) -> dict[str, list[Message]]:
-        return await self._around(_batch.read_around, resource_id, ids, message_range)
+    # read_around and read_passages: RowReads
 
-    async def read_passages(
-        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int
-    ) -> dict[str, list[Passage]]:
-        return await self._around(_batch.read_passages, resource_id, ids, message_range)
-
-    async def _around(
-        self, body: Callable[..., dict[str, list[_T]]], resource_id: str, ids: Mapping[str, Sequence[str]],
-        message_range: int,
+    async def _read_around(
+        self, resource_id: str, ids: Mapping[str, Sequence[str]], message_range: int,
+        make: Callable[[Any], _T],
     ) -> dict[str, list[_T]]:
         for found in ids.values():
             check_query(MessageQuery(ids=found, message_range=message_range))
         rows_read = sum(len(found) for found in ids.values()) * (2 * message_range + 1)
         if rows_read <= SMALL_READ:
-            return await self._worker.read_small(body, resource_id, ids, message_range, snapshot=True)
-        return await self._read(body, resource_id, ids, message_range)
+            return await self._worker.read_small(_batch.read_rows_around, resource_id, ids, message_range,
+                                                 make, snapshot=True)
+        return await self._read(_batch.read_rows_around, resource_id, ids, message_range, make)
 
     # embeddings
 
