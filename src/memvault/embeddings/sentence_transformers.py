@@ -9,9 +9,14 @@ downloads only where the network allows it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import importlib.util
+import os
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memvault.embeddings.base import (
     EmbeddingError,
@@ -32,16 +37,40 @@ BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _BUNDLED_NAMES = frozenset({"all-MiniLM-L6-v2", BUNDLED_MODEL})
 
 
+T = TypeVar("T")
+
+
 def _missing_extra() -> MissingExtraError:
     return MissingExtraError(_FEATURE, "local", "sentence-transformers")
+
+
+_model_thread: tuple[int, ThreadPoolExecutor] | None = None
+_model_thread_lock = threading.Lock()
+
+
+async def on_model_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on the one thread of this process that runs every sentence-transformers
+    model (loads and encodes), with the caller's context (tracing). PyTorch on a CPU keeps a
+    team of OpenMP threads for each thread that calls it, and a team waits by spinning: encodes
+    from the several threads of asyncio's default pool ran at 15-16 ms a LoCoMo question with
+    all-MiniLM-L6-v2, against 8.6 ms from one thread (``memvault bench locomo``, 2026-12-02).
+    A forked child makes its own thread."""
+    global _model_thread
+    with _model_thread_lock:
+        if _model_thread is None or _model_thread[0] != os.getpid():
+            _model_thread = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="memvault-model"))
+        executor = _model_thread[1]
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(executor, call)
 
 
 class SentenceTransformersEmbedder(RowsEmbedder):
     """Vectors from a sentence-transformers model running in this process.
 
-    The model is loaded on the first ``embed`` call (a few seconds), in a worker thread, and kept;
-    ``encode`` runs in a worker thread too, with ``normalize_embeddings=True``, so the event loop
-    stays free. Calls are serialised on the model (one ``encode`` at a time): on a CPU, parallel
+    The model is loaded on the first ``embed`` call (a few seconds) and kept; loads and
+    ``encode`` (with ``normalize_embeddings=True``) run on one thread of the process shared by
+    every such embedder (:func:`on_model_thread`), so the event loop stays free and PyTorch keeps
+    one team of threads. Calls are serialised (one ``encode`` at a time): on a CPU, parallel
     encodes only compete for the same cores.
 
     Options:
@@ -99,11 +128,11 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         return f"SentenceTransformersEmbedder(model={self._name!r}, device={self._device!r})"
 
     async def _rows(self, items: list[str]) -> Any:
-        return await asyncio.to_thread(self._encode, items)
+        return await on_model_thread(self._encode, items)
 
     async def load(self) -> None:
-        """Load the model now (in a worker thread) instead of on the first ``embed``."""
-        await asyncio.to_thread(self._load)
+        """Load the model now (on the model thread) instead of on the first ``embed``."""
+        await on_model_thread(self._load)
 
     # -- worker-thread side --------------------------------------------------------------------
 
