@@ -50,4 +50,4 @@ async def test_a_turn_with_recall_reads_little_before_the_model_runs(store: Coun
     assert {hit.thread_id for hit in turn.context.recalled} == {"monday"}
     assert "- Name: Ada" in turn.context.system  # and the note was fed
     assert len(calls) <= MAX_CALLS_BEFORE_THE_MODEL, " ".join(calls)
-    assert calls == ["read_turn", "save_messages", "search_messages", "read_around"]
+    assert calls == ["read_turn", "save_messages", "search_passages", "read_passages"]
