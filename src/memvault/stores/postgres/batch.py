@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from memvault.stores import rows
 from memvault.stores.capabilities import TurnRead
 from memvault.stores.postgres import messages as _messages
 from memvault.stores.postgres import records as _records
@@ -26,10 +25,8 @@ async def read_turn(conn: Conn, resource_id: str, thread_id: str, last_n: int, n
                                                          "n": last_n})
         summary = await conn.execute(_summaries.GET_SUMMARY, (resource_id, thread_id))
         note = await conn.execute(_records.GET_NOTE, (resource_id, note_key))
-    found = await summary.fetchone()
-    content = await note.fetchone()
-    return TurnRead([rows.message(r) for r in reversed(await window.fetchall())],
-                    rows.summary(found) if found else None, str(content[0]) if content else None)
+    return TurnRead(await _messages.newest_of(window), await _summaries.summary_of(summary),
+                    await _records.note_of(note))
 
 
 async def read_rows_around(

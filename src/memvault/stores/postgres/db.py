@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import psycopg
-from psycopg import AsyncConnection, errors, sql
+from psycopg import AsyncConnection, AsyncCursor, errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -52,6 +52,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memvault.errors import MemvaultError, StoreError
 
 Conn: TypeAlias = AsyncConnection[TupleRow]
+Cursor: TypeAlias = AsyncCursor[TupleRow]
+"""An executed statement's cursor on a :data:`Conn`."""
 P = ParamSpec("P")
 T = TypeVar("T")
 RETRIES = 8

@@ -17,7 +17,7 @@ from memvault.model import Message, now
 from memvault.stores import rows
 from memvault.stores.base import MessageQuery
 from memvault.stores.common import to_micros
-from memvault.stores.postgres.db import Conn, Fetch
+from memvault.stores.postgres.db import Conn, Cursor, Fetch
 from memvault.stores.postgres.retention import VISIBLE, visible_args
 from memvault.stores.postgres.search import COLUMNS
 from memvault.stores.postgres.threads import lock_thread
@@ -90,14 +90,15 @@ keep their seq); ``fresh``: the others, numbered from ``next_seq`` in the order 
 async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: MessageQuery) -> list[Message]:
     """The messages ``query`` selects (see :class:`MessageQuery`), in seq order; expired messages
     (the resource's retention policy) are left out."""
-    args: dict[str, Any] = {**visible_args(resource_id), "thread": thread_id}
     if query.ids is not None:
-        found = await _around(conn, args, list(query.ids), query.message_range)
+        around = await rows_around(conn, resource_id, {thread_id: query.ids}, query.message_range)
+        found = [rows.message(r) for r in around.get(thread_id, [])]
         if query.last_n is not None:
             found = found[-query.last_n :] if query.last_n else []
         if query.first_n is not None:
             found = found[: query.first_n]
         return found
+    args: dict[str, Any] = {**visible_args(resource_id), "thread": thread_id}
     where = _THREAD
     if query.after is not None or query.before is not None:
         if not await _thread_exists(conn, resource_id, thread_id):
@@ -109,8 +110,7 @@ async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: Mess
     select = f"SELECT {COLUMNS} FROM messages AS m WHERE {where}"
     if query.last_n is not None:
         args["n"] = query.last_n
-        cursor = await conn.execute(newest(where), args)
-        return [rows.message(r) for r in reversed(await cursor.fetchall())]
+        return await newest_of(await conn.execute(newest(where), args))
     elif query.first_n is not None:
         args["n"] = query.first_n
         cursor = await conn.execute(f"{select} ORDER BY m.seq LIMIT %(n)s", args)
@@ -119,18 +119,16 @@ async def get_messages(conn: Conn, resource_id: str, thread_id: str, query: Mess
     return [rows.message(r) for r in await cursor.fetchall()]
 
 
+async def newest_of(cursor: Cursor) -> list[Message]:
+    """The messages of an executed :func:`newest` statement, in seq order."""
+    return [rows.message(r) for r in reversed(await cursor.fetchall())]
+
+
 def newest(where: str = _THREAD) -> str:
     """The statement reading the newest ``%(n)s`` messages ``where`` selects (:data:`_THREAD`:
     the thread's, with the arguments of :func:`~.retention.visible_args` and ``thread``),
     newest first."""
     return f"SELECT {COLUMNS} FROM messages AS m WHERE {where} ORDER BY m.seq DESC LIMIT %(n)s"
-
-
-async def _around(conn: Conn, args: dict[str, Any], ids: list[str], message_range: int) -> list[Message]:
-    """The messages with these ids and ``message_range`` neighbours on each side (by position,
-    not seq: deleted messages leave no hole), in seq order."""
-    found = await rows_around(conn, args["resource"], {args["thread"]: ids}, message_range)
-    return [rows.message(r) for r in found.get(args["thread"], [])]
 
 
 async def rows_around(

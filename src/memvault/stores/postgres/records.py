@@ -21,7 +21,7 @@ from memvault.model import State, now
 from memvault.stores import rows
 from memvault.stores.base import WorkingMemoryUpdate, _Unset
 from memvault.stores.common import from_micros, to_micros, updated_state
-from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.db import Conn, Cursor
 from memvault.stores.postgres.ops import Op, claim, record
 
 _KEY = "resource_id = %s AND key = %s"
@@ -32,7 +32,11 @@ GET_NOTE = f"SELECT content FROM working_memory WHERE {_KEY}"
 
 
 async def get_working_memory(conn: Conn, resource_id: str, key: str, *, lock: bool = False) -> str | None:
-    cursor = await conn.execute(GET_NOTE + (" FOR UPDATE" if lock else ""), (resource_id, key))
+    return await note_of(await conn.execute(GET_NOTE + (" FOR UPDATE" if lock else ""), (resource_id, key)))
+
+
+async def note_of(cursor: Cursor) -> str | None:
+    """The content of an executed :data:`GET_NOTE` statement (``None``: never written)."""
     row = await cursor.fetchone()
     return str(row[0]) if row else None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memvault.model import Summary, now
 from memvault.stores import rows
-from memvault.stores.postgres.db import Conn
+from memvault.stores.postgres.db import Conn, Cursor
 
 _THREAD = "resource_id = %s AND thread_id = %s"
 
@@ -16,7 +16,11 @@ GET_SUMMARY = f"SELECT {rows.SUMMARY_COLUMNS} FROM summaries WHERE {_THREAD}"
 
 
 async def get_summary(conn: Conn, resource_id: str, thread_id: str) -> Summary | None:
-    cursor = await conn.execute(GET_SUMMARY, (resource_id, thread_id))
+    return await summary_of(await conn.execute(GET_SUMMARY, (resource_id, thread_id)))
+
+
+async def summary_of(cursor: Cursor) -> Summary | None:
+    """The summary of an executed :data:`GET_SUMMARY` statement (``None``: the thread has none)."""
     row = await cursor.fetchone()
     return rows.summary(row) if row else None
 
