@@ -74,7 +74,7 @@ def test_a_neighbour_penalty_skips_the_turn_next_to_a_hit() -> None:
 async def test_diversity_through_recall_keeps_top_k(memory: Memory) -> None:
     await save_thread(memory, "busy", ["The garden tulips are red.", "Garden tulips again!",
                                        "More garden tulips.", *FILLER[:3]])
-    await save_thread(memory, "other", [*FILLER[3:6], "A garden of tulips, once."])
+    await save_thread(memory, "other", [*FILLER[3:6], "A garden of tulips, once, long ago and far away."])
     # the weakest candidate (fused score 0 under min-max normalisation)
     await save_thread(memory, "weak", ["Somewhere far away there is a garden with hardly anything in it."])
     reader = memory.recall_reader("ada")

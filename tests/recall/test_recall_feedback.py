@@ -8,7 +8,8 @@ from memvault import Memory
 from memvault.errors import ValidationError
 from memvault.recall import RecallOptions, recall
 from memvault.recall.feedback import expansion
-from memvault.recall.lexical import _term_weights, query_terms
+from memvault.recall.lexical import _term_weights
+from memvault.rules.words import query_terms
 
 from .conftest import FILLER, save_thread
 

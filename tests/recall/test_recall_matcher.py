@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.recall.lexical import _ascii_words, _count, _spaced, _TermMatcher, query_terms
-from memvault.rules.words import ASCII_WORD, tokens
+from memvault.recall.lexical import _ascii_words, _count, _spaced, _TermMatcher
+from memvault.rules.words import ASCII_WORD, query_terms, tokens
 
 WORDS = ["running", "runs", "ran", "happily", "happiness", "relational", "organization", "organ",
          "tea", "teas", "Caroline's", "LGBTQ", "2023", "x_y", "café", "naïve", "東京", "抹茶が好き",

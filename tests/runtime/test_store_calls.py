@@ -4,7 +4,8 @@ with recall on that finds an earlier conversation of the same user.
 
 The turn reads the thread's newest messages, its summary and the working-memory note in one call,
 saves the user's message, and recall reads its full-text hits and their neighbours (every thread
-in one call). The first-wave turn made 12 (13 with a new thread), reading the note three times.
+in one call; with the hits, in one call where the store has ``PoolSearch``). The first-wave turn
+made 12 (13 with a new thread), reading the note three times.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from memvault.bench.calls import Counting, counting, turn_calls
 from memvault.stores import open_store
+from memvault.stores.capabilities import supports_pool_search
 from postgres_server import drop_schema, postgres_url, with_schema
 
 MAX_CALLS_BEFORE_THE_MODEL = 4
@@ -50,4 +52,7 @@ async def test_a_turn_with_recall_reads_little_before_the_model_runs(store: Coun
     assert {hit.thread_id for hit in turn.context.recalled} == {"monday"}
     assert "- Name: Ada" in turn.context.system  # and the note was fed
     assert len(calls) <= MAX_CALLS_BEFORE_THE_MODEL, " ".join(calls)
-    assert calls == ["read_turn", "save_messages", "search_passages", "read_passages"]
+    if supports_pool_search(store):  # the search and its neighbourhoods in one call (memory, SQLite)
+        assert calls == ["read_turn", "save_messages", "search_pool"]
+    else:
+        assert calls == ["read_turn", "save_messages", "search_passages", "read_passages"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memvault import Memory, Message
+from memvault.stores.passages import mark_of
 from memvault.stores.sqlite.search import COMMON_MIN_MESSAGES, COMMON_SHARE
 
 OWN = 2_400
@@ -64,3 +65,19 @@ async def test_common_words_follow_the_resource_alone(tmp_path: Path) -> None:
     for beta in (0, 500, 3_000):
         beside = {q: await _hits(tmp_path / f"beside-{beta}.db", beta, q) for q in queries}
         assert beside == alone, beta
+
+
+async def test_the_pool_marks_the_searched_words_and_leaves_the_common_one_out(tmp_path: Path) -> None:
+    await _hits(tmp_path / "pool.db", 500, "zeta")  # fills the file
+    memory = await Memory.open(f"sqlite:///{tmp_path / 'pool.db'}")
+    try:
+        for query, terms in (("alpha zeta", [("zeta",)]), ("beta zeta", [("beta",), ("zeta",)]),
+                             ("alpha", [("alpha",)])):  # a query of common words alone keeps them
+            pool = await memory.store.search_pool("ada", query, limit=20, message_range=2)  # type: ignore[attr-defined]
+            assert pool.terms == terms, query
+            read = [p for found in pool.threads.values() for p in found]
+            assert len(read) >= len(pool.hits) > 0
+            for passage in read:
+                assert pool.marks[("t", passage.id)] == mark_of(passage.text, terms), (query, passage.text)
+    finally:
+        await memory.close()

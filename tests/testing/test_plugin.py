@@ -98,7 +98,7 @@ def test_a_core_only_store_passes_the_core_and_skips_the_optional_tests(tmp_path
                            for r in reasons), set(reasons)
     named = {name for r in reasons for name in r.split("has no ")[1].removesuffix(" capability").split(", ")}
     assert named == {"full_text", "states", "summaries", "embeddings", "export", "batch_reads",
-                     "passage_reads", "retention"}
+                     "passage_reads", "pool_search", "retention"}
     # the required tests never skip: every history, working-memory and ordering test passed
     assert not re.search(r"SKIPPED .*test_(last_n|text_append|any_history)", output)
 

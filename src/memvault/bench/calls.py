@@ -20,7 +20,7 @@ from memvault.memory import Memory
 from memvault.model import Message
 from memvault.runtime.turn import Turn, TurnOptions
 from memvault.stores import open_store
-from memvault.stores.capabilities import BatchReads, CompleteStore, PassageReads, methods_of
+from memvault.stores.capabilities import BatchReads, CompleteStore, PassageReads, PoolSearch, methods_of
 
 
 class Counting:
@@ -35,11 +35,12 @@ class Counting:
 
 
 def counting(store: Any) -> Counting:
-    """A proxy with every method ``store`` has of :class:`CompleteStore`, :class:`BatchReads`
-    and :class:`PassageReads` (so the capability guards answer as they would for ``store``, and
-    recall takes the path it takes on ``store``)."""
+    """A proxy with every method ``store`` has of :class:`CompleteStore`, :class:`BatchReads`,
+    :class:`PassageReads` and :class:`PoolSearch` (so the capability guards answer as they
+    would for ``store``, and recall takes the path it takes on ``store``)."""
     kind = type(f"Counting{type(store).__name__}", (Counting,), {})
-    for name in methods_of(CompleteStore) | methods_of(BatchReads) | methods_of(PassageReads):
+    for name in (methods_of(CompleteStore) | methods_of(BatchReads) | methods_of(PassageReads)
+                 | methods_of(PoolSearch)):
         if name == "close" or not callable(getattr(store, name, None)):
             continue
 

@@ -50,7 +50,7 @@ from memvault.bench.locomo import (
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
 from memvault.recall.reader import RecallReader
-from memvault.stores.passages import Passage
+from memvault.stores.passages import Passage, SearchPool
 
 GRID: dict[str, tuple[Any, ...]] = {
     "context_window": (2, 3, 4),
@@ -90,12 +90,23 @@ Config = tuple[tuple[str, Any], ...]
 
 class _MemoReader(RecallReader):
     """A :class:`RecallReader` kept for every question and configuration of one conversation:
-    its neighbour reads are already remembered by the base class, and full-text searches are
-    remembered here by (query, thread, limit). Valid because nothing is written during a run."""
+    its neighbour reads are already remembered by the base class, and full-text searches (with
+    their pools) are remembered here by (query, thread, limit[, message range]). Valid because
+    nothing is written during a run."""
 
     def __init__(self, store: Any, resource_id: str) -> None:
         super().__init__(store, resource_id)
         self._searches: dict[tuple[str, str | None, int], list[tuple[Passage, float]]] = {}
+        self._pools: dict[tuple[str, str | None, int, int], SearchPool] = {}
+
+    async def search_pool(
+        self, query: str, *, thread_id: str | None, limit: int, message_range: int
+    ) -> SearchPool:
+        key = (query, thread_id, limit, message_range)
+        if key not in self._pools:
+            self._pools[key] = await super().search_pool(query, thread_id=thread_id, limit=limit,
+                                                         message_range=message_range)
+        return self._pools[key]
 
     async def full_text(
         self, query: str, *, thread_id: str | None, limit: int

@@ -26,7 +26,7 @@ from memvault.recall import merge as merging
 from memvault.recall import vectors
 from memvault.recall.diversity import diversify
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
-from memvault.recall.lexical import hits_by_thread, lexical_candidates, lexical_span, query_terms
+from memvault.recall.lexical import lexical_candidates, lexical_span
 from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
 from memvault.recall.reader import RecallReader
 from memvault.recall.threads import thread_prior
@@ -39,7 +39,8 @@ from memvault.recall.types import (
     VectorSearch,
 )
 from memvault.rules.history import pair_tool_parts
-from memvault.stores.passages import Passage
+from memvault.rules.words import query_terms
+from memvault.stores.passages import Passage, SearchPool
 
 
 async def recall(
@@ -90,17 +91,18 @@ async def recall(
         vector_search = None  # no words, nothing to look for: by words or by meaning alike
     if vector_search is None:
         vector_scorer = None  # a scorer alone finds nothing new: it only scores a search's matches
-    found, matches = await asyncio.gather(
-        reader.full_text(query, thread_id=search_thread, limit=options.candidates)
-        if has_words else _nothing(),
+    pool, matches = await asyncio.gather(
+        reader.search_pool(query, thread_id=search_thread, limit=options.candidates,
+                           message_range=lexical_span(options))
+        if has_words else _no_pool(),
         vectors.vector_matches(vector_search, query, reader.resource_id, search_thread,
                                options.vector_candidates, warnings)
         if vector_search is not None else _nothing(),
     )
     # with a scorer, each match's neighbours join the candidates, and they need theirs
     reach = 2 * options.vector_context_window if vector_scorer is not None else 0
-    await _read_once(reader, found, vectors.in_scope(matches, search_thread, options), options, reach)
-    lexical = await lexical_candidates(reader, query=query, found=found, options=options)
+    await _read_matches(reader, vectors.in_scope(matches, search_thread, options), reach)
+    lexical = lexical_candidates(query=query, pool=pool, options=options)
 
     candidates = Candidates()
     for key, candidate in lexical.candidates.items():
@@ -170,22 +172,18 @@ async def _nothing() -> list[Any]:
     return []
 
 
-async def _read_once(
-    reader: RecallReader,
-    found: list[tuple[Passage, float]],
-    matched: dict[Key, float],
-    options: RecallOptions,
-    reach: int,
-) -> None:
-    """Read every full-text hit and vector match with the neighbours any later step needs, in
-    one read per thread; the later steps are then answered by the reader from what it read."""
-    lexical = hits_by_thread(found)
-    wanted: dict[str, list[str]] = {name: list(ids) for name, ids in lexical.items()}
+async def _no_pool() -> SearchPool:
+    return SearchPool([], [])
+
+
+async def _read_matches(reader: RecallReader, matched: dict[Key, float], reach: int) -> None:
+    """Read the vector matches with the neighbours the scoring needs, in one read for every
+    thread; what the search's pool read already holds is not read again."""
+    wanted: dict[str, list[str]] = {}
     for name, message_id in matched:
         wanted.setdefault(name, []).append(message_id)
     if wanted:
-        span = max(lexical_span(options) if lexical else 0, reach if matched else 0)
-        await reader.passages(wanted, span)
+        await reader.passages(wanted, reach)
 
 
 def _vector_weight(options: RecallOptions, scorer: VectorScorer | None) -> float:

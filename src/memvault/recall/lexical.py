@@ -3,14 +3,21 @@
 A message in a conversation is often meaningless alone ("Yes, last Sunday!") and found by
 the words of the message it answers. So recall scores each candidate message by BM25 over a
 *context document*: its own words plus those of its neighbours in the thread, the neighbour at
-distance d weighted ``decay ** d`` (a fractional term frequency), up to ``window`` each side.
+distance d weighted ``decay ** d``, up to ``window`` each side. A query term counts once per
+message that holds it (its term frequency in the context document is the sum of the weights of
+the messages holding it), and a message's length is its indexed text's in characters: what the
+full-text index knows of a message (:class:`~memvault.stores.passages.SearchPool`'s marks), so
+a store with :class:`~memvault.stores.capabilities.PoolSearch` gives them without any text
+being decoded; for another store they are read from the text, with the same figures. (Counting
+every occurrence in tokens instead scored the same on LoCoMo: 71.2 / 81.1 against 71.5 / 81.5
+for R@5 / R@10 on the development conversations; docs/benchmarks.md.)
 
 The work stays bounded and scoped to the resource: the store's full-text search (which sees
 every message) picks the ``candidates`` best messages; each is read back with its neighbours
-(:meth:`~memvault.recall.reader.RecallReader.around`, ``reach + window`` each side); the candidates
-and their ``reach`` nearest neighbours form the pool that is scored. The inverse document
-frequencies and the mean length are estimated on that pool, so nothing needs the whole
-resource in memory, and there is no cache to go stale.
+(:meth:`~memvault.recall.reader.RecallReader.search_pool`, ``reach + window`` each side); the
+candidates and their ``reach`` nearest neighbours form the pool that is scored. The inverse
+document frequencies and the mean length are estimated on that pool, so nothing needs the
+whole resource in memory, and there is no cache to go stale.
 
 Then two priors, both off when their factor is 0: the author's name (``metadata[author_key]``)
 named in the query, and a date the query names (:mod:`memvault.recall.dates`).
@@ -22,24 +29,22 @@ import functools
 import math
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memvault.recall import feedback
 from memvault.recall.dates import Span, query_dates
 from memvault.recall.options import RecallOptions
-from memvault.recall.reader import RecallReader
 from memvault.recall.types import Key
 from memvault.rules.words import (
     ASCII_WORD,
     STOP_WORDS,
     fold,
-    query_groups,
     split_cjk,
     stem,
     tokens,
 )
-from memvault.stores.passages import Passage
+from memvault.stores.passages import Mark, Passage, SearchPool
 
 _TOKEN_CACHE_SIZE = 20_000
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -66,12 +71,6 @@ class _TokenCache:
 
 
 _TOKENS = _TokenCache()
-
-
-def query_terms(query: str) -> list[tuple[str, ...]]:
-    """The query's terms as the stores match them: stemmed words, a CJK run as a phrase of
-    characters, stop words dropped unless nothing else is left; each term once."""
-    return list(dict.fromkeys(tuple(stem(w) for w in group) for group in query_groups(query)))
 
 
 def _count(term: tuple[str, ...], toks: Sequence[str], words: Counter[str]) -> int:
@@ -163,30 +162,25 @@ def hits_by_thread(found: Sequence[tuple[Passage, float]]) -> dict[str, list[str
     return by_thread
 
 
-async def lexical_candidates(
-    reader: RecallReader,
-    *,
-    query: str,
-    found: Sequence[tuple[Passage, float]],
-    options: RecallOptions,
-) -> LexicalResult:
-    """Score the pool around ``found``, the store's best full-text matches for ``query``
-    (:meth:`RecallReader.full_text`)."""
-    terms = query_terms(query)
-    by_thread = hits_by_thread(found)
+def lexical_candidates(*, query: str, pool: SearchPool, options: RecallOptions) -> LexicalResult:
+    """Score the pool around ``pool.hits``, the store's best full-text matches for ``query``
+    with their neighbours (:meth:`RecallReader.search_pool`, read ``lexical_span(options)``
+    each side)."""
+    terms = pool.terms
+    by_thread = hits_by_thread(pool.hits)
     if not terms or not by_thread:
         return LexicalResult({}, {})
-    threads = await reader.passages(by_thread, lexical_span(options))
-    matcher = _TermMatcher(terms)
-    pool = _pool(threads, by_thread, lambda p: matcher.counts(_document(p, options)), len(terms), options)
-    scores = _bm25(pool, _term_weights(query, terms, options.entity_boost), options)
-    if options.feedback_weight and pool:
-        scores = _with_feedback(pool, scores, threads, by_thread, terms, options)
+    threads = {name: pool.threads.get(name, []) for name in by_thread}
+    marking = _Marking(terms, pool.marks, options)
+    scored = _pool(threads, by_thread, marking.mark, len(terms), options)
+    scores = _bm25(scored, _term_weights(query, terms, options.entity_boost), options)
+    if options.feedback_weight and scored:
+        scores = _with_feedback(scored, scores, threads, by_thread, terms, options)
 
     query_words = {term[0] for term in terms if len(term) == 1}
     spans = query_dates(query) if options.date_boost else []
     candidates: dict[Key, Candidate] = {}
-    for (passage, _, _), score in zip(pool, scores, strict=True):
+    for (passage, _, _), score in zip(scored, scores, strict=True):
         if score <= 0 or passage.thread_id is None:
             continue
         score *= _priors(passage, query_words, spans, options)
@@ -196,6 +190,54 @@ async def lexical_candidates(
     return LexicalResult(candidates, threads)
 
 
+Counted = tuple[dict[int, int], float]
+"""A message's term counts (by term index; only the terms it holds) and its length."""
+
+
+class _Marking:
+    """Each message's :data:`Counted` for the context documents: every term it holds counts
+    once, and its length is its indexed text's in characters, from the store's
+    :data:`~memvault.stores.passages.Mark` or, without one, from the text itself (the same
+    figures: the terms its tokens hold, the text's length). With ``author_in_context``, the
+    author's name belongs to the document (``"Ana: I started cello lessons"``): the terms it
+    holds, and its length with the two characters after it."""
+
+    def __init__(
+        self, terms: list[tuple[str, ...]], marks: Mapping[Key, Mark], options: RecallOptions
+    ) -> None:
+        self.terms = terms
+        self.marks = marks
+        self.author_key = options.author_key if options.author_in_context else None
+        self._matcher: _TermMatcher | None = None
+        self._names: dict[str, int] = {}
+        self._present: dict[int, dict[int, int]] = {}
+
+    def mark(self, passage: Passage) -> Counted:
+        found = self.marks.get((passage.thread_id or "", passage.id))
+        mask, length = found if found is not None else self._from_text(passage.text)
+        if self.author_key is not None:
+            name = passage.metadata.get(self.author_key)
+            if isinstance(name, str) and name:
+                named = self._names.get(name)
+                if named is None:
+                    named = self._names[name] = self._from_text(name)[0]
+                mask |= named
+                length += len(name) + 2
+        present = self._present.get(mask)
+        if present is None:
+            present = self._present[mask] = {t: 1 for t in range(len(self.terms)) if mask >> t & 1}
+        return present, float(length)
+
+    def _from_text(self, text: str) -> Mark:
+        if self._matcher is None:
+            self._matcher = _TermMatcher(self.terms)
+        counts, _ = self._matcher.counts(text)
+        mask = 0
+        for t in counts:
+            mask |= 1 << t
+        return mask, len(text)
+
+
 Pool = list[tuple[Passage, list[float], float]]
 """The scored messages: each with its smoothed term counts and its smoothed length."""
 
@@ -203,7 +245,7 @@ Pool = list[tuple[Passage, list[float], float]]
 def _pool(
     threads: dict[str, list[Passage]],
     by_thread: dict[str, list[str]],
-    count: Callable[[Passage], tuple[dict[int, int], int]],
+    count: Callable[[Passage], tuple[dict[int, int], float]],
     n_terms: int,
     options: RecallOptions,
 ) -> Pool:
@@ -214,7 +256,7 @@ def _pool(
     pool: Pool = []
     for name, passages in threads.items():
         counts: list[dict[int, int]] = []
-        lengths: list[int] = []
+        lengths: list[float] = []
         for passage in passages:
             term_counts, size = count(passage)
             counts.append(term_counts)
@@ -275,10 +317,10 @@ def _with_feedback(
         return scores
     wanted = [word for word, _ in expansion]
 
-    def count(passage: Passage) -> tuple[dict[int, int], int]:
+    def count(passage: Passage) -> tuple[dict[int, int], float]:
         toks = _TOKENS.get(passage.text)
         found = Counter(toks)
-        return {t: c for t, word in enumerate(wanted) if (c := found[word])}, len(toks)
+        return {t: c for t, word in enumerate(wanted) if (c := found[word])}, float(len(toks))
 
     extra = _bm25(_pool(threads, by_thread, count, len(wanted), options), [w for _, w in expansion], options)
     top, top_extra = max(scores), max(extra)
@@ -299,13 +341,6 @@ def _term_weights(query: str, terms: list[tuple[str, ...]], boost: float) -> lis
     names = {stem(word) for match in _NAME.finditer(query.strip())
              for word in ASCII_WORD.findall(fold(match.group(0)))}
     return [1.0 + boost if len(term) == 1 and term[0] in names else 1.0 for term in terms]
-
-
-def _document(passage: Passage, options: RecallOptions) -> str:
-    """The text scored for a message: what the store indexes, after its author's name."""
-    text = passage.text
-    name = passage.metadata.get(options.author_key) if options.author_in_context else None
-    return f"{name}: {text}" if isinstance(name, str) and name else text
 
 
 def _author_words(passage: Passage, author_key: str) -> tuple[str, ...]:

@@ -27,10 +27,15 @@ from memvault.errors import ValidationError
 from memvault.model import Message, note_key, valid_id
 from memvault.rules import history as history_window
 from memvault.rules.tokens import TokenCounter, estimate_tokens
-from memvault.rules.words import searchable_query
+from memvault.rules.words import query_terms, searchable_query
 from memvault.stores.base import MessageQuery, Store
-from memvault.stores.capabilities import supports_batch_reads, supports_full_text, supports_passage_reads
-from memvault.stores.passages import Passage
+from memvault.stores.capabilities import (
+    supports_batch_reads,
+    supports_full_text,
+    supports_passage_reads,
+    supports_pool_search,
+)
+from memvault.stores.passages import Passage, SearchPool
 
 NoteScope = Literal["resource", "thread"]
 
@@ -163,6 +168,33 @@ class RecallReader:
             return await self.store.search_passages(self.resource_id, query, thread_id=thread_id, limit=limit)
         hits = await self.store.search_messages(self.resource_id, query, thread_id=thread_id, limit=limit)
         return [(Passage.of(hit.message), hit.score) for hit in hits]
+
+    async def search_pool(
+        self, query: str, *, thread_id: str | None, limit: int, message_range: int
+    ) -> SearchPool:
+        """The store's full-text hits for ``query`` (:meth:`full_text`) with their
+        ``message_range`` neighbours (:meth:`passages`, remembered like any read), as a
+        :class:`~memvault.stores.passages.SearchPool`: in one store call with marks from the
+        full-text index (a store with :class:`~memvault.stores.capabilities.PoolSearch`), else
+        by those two reads, with no marks and the query's :func:`~memvault.rules.words.query_terms`."""
+        if not supports_pool_search(self.store):
+            hits = await self.full_text(query, thread_id=thread_id, limit=limit)
+            by_thread: dict[str, list[str]] = {}
+            for hit, _ in hits:
+                if hit.thread_id is not None:
+                    by_thread.setdefault(hit.thread_id, []).append(hit.id)
+            threads = await self.passages(by_thread, message_range) if by_thread else {}
+            return SearchPool(hits, query_terms(searchable_query(query)), threads, {}, message_range)
+        self.calls += 1
+        pool = await self.store.search_pool(self.resource_id, searchable_query(query), thread_id=thread_id,
+                                            limit=limit, message_range=message_range)
+        hit_ids: dict[str, set[str]] = {}
+        for hit, _ in pool.hits:
+            if hit.thread_id is not None:
+                hit_ids.setdefault(hit.thread_id, set()).add(hit.id)
+        for name, read in pool.threads.items():
+            self._thread(name).add(read, hit_ids.get(name, set()), message_range)
+        return pool
 
     async def around(self, ids: Mapping[str, Sequence[str]], message_range: int) -> dict[str, list[Message]]:
         """For each thread, the messages ``ids[thread]`` with ``message_range`` neighbours on each

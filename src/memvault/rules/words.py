@@ -120,6 +120,13 @@ def query_groups(query: str) -> list[list[str]]:
     return list((content or stops).values())
 
 
+def query_terms(query: str) -> list[tuple[str, ...]]:
+    """The query's terms as the stores match them (:func:`query_groups`, each word stemmed):
+    stemmed words, a CJK run as a phrase of characters, stop words dropped unless nothing else
+    is left; each term once."""
+    return list(dict.fromkeys(tuple(stem(w) for w in group) for group in query_groups(query)))
+
+
 def fts5_query(query: str) -> str | None:
     """An FTS5 MATCH expression for any user string: quoted phrases joined by OR.
 

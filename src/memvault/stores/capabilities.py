@@ -11,6 +11,9 @@ naming what is missing. The three built-in stores implement all of them.
 - :class:`EmbeddingStore`: persisted message vectors (semantic recall);
 - :class:`ExportStore`: listing and exact restore, for copy, export and stats;
 - :class:`BatchReads`: a turn's reads in one call each (fewer round trips);
+- :class:`PassageReads`: recall's reads as passages, whose messages are built only when fed;
+- :class:`PoolSearch`: a search with its hits' neighbourhoods and the query terms each holds,
+  from the full-text index, in one call (recall scores words without decoding text);
 - :class:`Purge`: the step that makes deleted data unrecoverable from the database files;
 - :class:`Retention`: how long messages are kept (a store-wide and per-resource maximum age).
 """
@@ -25,7 +28,7 @@ from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 from memvault.errors import ConfigurationError
 from memvault.model import Message, SearchHit, State, Summary, Thread
 from memvault.stores.base import UNSET, Store, _Unset
-from memvault.stores.passages import Passage
+from memvault.stores.passages import Passage, SearchPool
 
 
 @runtime_checkable
@@ -261,6 +264,25 @@ class PassageReads(Protocol):
 
 
 @runtime_checkable
+class PoolSearch(Protocol):
+    """A full-text search that also reads what recall scores its hits by, in one call and one
+    snapshot: each hit's neighbourhood, and which query terms each message read holds, from the
+    full-text index itself (so recall decodes no text to score by words)."""
+
+    async def search_pool(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
+        message_range: int = 0,
+    ) -> SearchPool:
+        """A :class:`~memvault.stores.passages.SearchPool`: the hits ``search_passages`` finds;
+        for each thread with a hit, what ``read_passages(resource_id, {thread: hit ids},
+        message_range)`` reads; and for each passage read, the bit mask of the query terms
+        (:func:`memvault.rules.words.query_terms`, in that order, less any the search leaves
+        out as too common) that its indexed text holds, and that text's length in characters
+        (``len(passage.text)``). Another resource's thread reads as missing: no hit."""
+        ...
+
+
+@runtime_checkable
 class CompleteStore(Store, FullTextSearch, StateStore, SummaryStore, EmbeddingStore, ExportStore, Protocol):
     """A store with every capability, as the three built-in stores are: what a whole-store copy
     and export read and write (:func:`require_complete`)."""
@@ -365,6 +387,11 @@ def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:
 def supports_passage_reads(store: object) -> TypeGuard[PassageReads]:
     """Whether ``store`` has :class:`PassageReads`."""
     return implements(store, PassageReads)
+
+
+def supports_pool_search(store: object) -> TypeGuard[PoolSearch]:
+    """Whether ``store`` has :class:`PoolSearch`."""
+    return implements(store, PoolSearch)
 
 
 def supports_export(store: object) -> TypeGuard[ExportStore]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault.errors import ConfigurationError, NotFoundError, ThreadExistsError, ThreadNotFoundError
 from memvault.model import Message, SearchHit, State, Summary, Thread, ThreadPage, note_key, now
-from memvault.rules.words import index_text, query_groups, stem, tokens
+from memvault.rules.words import index_text, query_groups, query_terms, searchable_query, stem, tokens
 from memvault.stores import rows
 from memvault.stores import thread_queries as tq
 from memvault.stores.base import (
@@ -39,7 +39,7 @@ from memvault.stores.common import (
     updated_state,
 )
 from memvault.stores.graph_memory import GraphTables
-from memvault.stores.passages import Passage
+from memvault.stores.passages import Passage, SearchPool, mark_of
 
 
 @dataclass
@@ -511,6 +511,20 @@ class InMemoryStore(GraphTables):
     ) -> dict[str, list[Passage]]:
         read = await self.read_around(resource_id, ids, message_range)
         return {thread_id: [Passage.of(m) for m in found] for thread_id, found in read.items()}
+
+    async def search_pool(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
+        message_range: int = 0,
+    ) -> SearchPool:
+        check_query(MessageQuery(message_range=message_range))
+        hits = await self.search_passages(resource_id, query, thread_id=thread_id, limit=limit)
+        terms = query_terms(searchable_query(query))
+        by_thread: dict[str, list[str]] = {}
+        for hit, _ in hits:
+            by_thread.setdefault(hit.thread_id or "", []).append(hit.id)
+        threads = await self.read_passages(resource_id, by_thread, message_range)
+        marks = {(name, p.id): mark_of(p.text, terms) for name, read in threads.items() for p in read}
+        return SearchPool(hits, terms, threads, marks, message_range)
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 

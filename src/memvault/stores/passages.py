@@ -14,11 +14,12 @@ messages become passages with :meth:`Passage.of`, and nothing changes for them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memvault.model import Message
-from memvault.rules.words import index_text
+from memvault.rules.words import index_text, tokens
 from memvault.stores.common import from_micros, to_micros
 
 Weighed = tuple[int, dict[str, Any], str]
@@ -84,3 +85,48 @@ class Passage:
 
     def __repr__(self) -> str:
         return f"Passage(thread_id={self.thread_id!r}, id={self.id!r}, seq={self.seq!r})"
+
+
+Mark = tuple[int, int]
+"""What the full-text index knows of a read message for one query: which of the query's terms
+its indexed text holds (bit ``i`` for ``terms[i]``) and that text's length in characters."""
+
+
+@dataclass
+class SearchPool:
+    """A full-text search with what recall scores its hits by, read in one store call
+    (:class:`~memvault.stores.capabilities.PoolSearch`).
+
+    - ``hits``: the search's best matches, best first, as passages with their scores (what
+      ``search_passages`` gives);
+    - ``terms``: the query terms :attr:`marks` refer to, bit ``i`` for ``terms[i]``
+      (:func:`memvault.rules.words.query_terms`, less any word the store leaves out of the
+      search as too common in the resource);
+    - ``threads``: for each thread with a hit, the hits with ``message_range`` neighbours on
+      each side, in thread order (what ``read_passages`` gives);
+    - ``marks``: for passages of :attr:`threads`, by ``(thread_id, id)``, which of
+      :attr:`terms` the message's indexed text holds and its length in characters
+      (:data:`Mark`). A passage without one is marked from its text by whoever scores it.
+    """
+
+    hits: list[tuple[Passage, float]]
+    terms: list[tuple[str, ...]]
+    threads: dict[str, list[Passage]] = field(default_factory=dict)
+    marks: dict[tuple[str, str], Mark] = field(default_factory=dict)
+    message_range: int = 0
+
+
+def mark_of(text: str, terms: list[tuple[str, ...]]) -> Mark:
+    """The :data:`Mark` of an indexed text (:func:`~memvault.rules.words.index_text`) for
+    ``terms``: bit ``i`` set when its tokens (:func:`~memvault.rules.words.tokens`) hold
+    ``terms[i]`` (a word, or a phrase of CJK characters in a row), and its length in characters.
+    What a :class:`~memvault.stores.capabilities.PoolSearch` store's marks must equal."""
+    found = tokens(text)
+    words = set(found)
+    mask = 0
+    for i, term in enumerate(terms):
+        n = len(term)
+        if (term[0] in words) if n == 1 else any(
+                tuple(found[j:j + n]) == term for j in range(len(found) - n + 1)):
+            mask |= 1 << i
+    return mask, len(text)

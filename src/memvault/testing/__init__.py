@@ -69,6 +69,7 @@ from memvault.stores.capabilities import (
     supports_export,
     supports_full_text,
     supports_passage_reads,
+    supports_pool_search,
     supports_retention,
     supports_states,
     supports_summaries,
@@ -84,6 +85,7 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
     "export": supports_export,
     "batch_reads": supports_batch_reads,
     "passage_reads": supports_passage_reads,
+    "pool_search": supports_pool_search,
     "retention": supports_retention,
 }
 """The optional capabilities a test can require, by name, with the guard that answers for a store:
@@ -93,7 +95,8 @@ CAPABILITIES: Final[dict[str, Callable[[object], bool]]] = {
 (:class:`~memvault.stores.capabilities.EmbeddingStore`), ``export``
 (:class:`~memvault.stores.capabilities.ExportStore`), ``batch_reads``
 (:class:`~memvault.stores.capabilities.BatchReads`), ``passage_reads``
-(:class:`~memvault.stores.capabilities.PassageReads`) and ``retention``
+(:class:`~memvault.stores.capabilities.PassageReads`), ``pool_search``
+(:class:`~memvault.stores.capabilities.PoolSearch`) and ``retention``
 (:class:`~memvault.stores.capabilities.Retention`)."""
 
 Opened = AbstractAsyncContextManager[Store] | Awaitable[Store]

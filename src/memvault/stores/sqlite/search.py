@@ -44,10 +44,13 @@ import json
 import math
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memvault.rules.words import fts5_match
+from memvault.rules.words import fts5_match, stem
 from memvault.stores import rows
+from memvault.stores.passages import Mark, Passage, SearchPool
+from memvault.stores.sqlite.batch import BY_ROWID, rows_near
 from memvault.stores.sqlite.retention import cutoff_us
 from memvault.stores.sqlite.schema import (
     BODY_CHARS_SQL,
@@ -79,11 +82,64 @@ def search(
 ) -> list[tuple[T, float]]:
     """The resource's (or the thread's) messages matching the query ``groups``, best first,
     each row (:data:`COLUMNS`) made into what ``make`` makes of it, with its score."""
-    if not groups:
+    found = _found(conn, resource_id, groups, thread_id, limit)
+    if not found.scored:
         return []
+    rows_of = {r[0]: r[1:] for r in conn.execute(
+        f"SELECT m.rowid, {COLUMNS} FROM messages AS m WHERE m.rowid IN"
+        " (SELECT value FROM json_each(?))", (json.dumps([r for _, _, r in found.scored]),))}
+    return [(make(rows_of[rowid]), -negative) for negative, _, rowid in found.scored if rowid in rows_of]
+
+
+def search_pool(
+    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
+    message_range: int,
+) -> SearchPool:
+    """:func:`search`'s hits, each with ``message_range`` neighbours on each side (one read for
+    every thread), and for each message read the query groups its indexed text holds, from the
+    matches the search found (every message of the resource holding a searched group is in one
+    of its classes), and the text's length: a :class:`~memvault.stores.passages.SearchPool`."""
+    found = _found(conn, resource_id, groups, thread_id, limit)
+    terms = [tuple(stem(word) for word in group) for group in found.kept]
+    if not found.scored:
+        return SearchPool([], terms, message_range=message_range)
+    masks: dict[int, int] = {}
+    for mask, (_, rowids) in found.classes.items():
+        masks.update(dict.fromkeys(json.loads(rowids), mask))
+    columns = f"m.rowid, {BODY_CHARS_SQL.format(row='m')}, {COLUMNS}"
+    threads: dict[str, list[Passage]] = {}
+    marks: dict[tuple[str, str], Mark] = {}
+    by_rowid: dict[int, Passage] = {}
+    hit_rowids = [rowid for _, _, rowid in found.scored]
+    for row in rows_near(conn, resource_id, BY_ROWID, hit_rowids, message_range, columns):
+        read = rows.passage(row[2:])
+        rowid, chars, message_id, thread = row[0], row[1], row[2], row[3]
+        threads.setdefault(thread, []).append(read)
+        marks[(thread, message_id)] = (masks.get(rowid, 0), int(chars or 0))
+        by_rowid[rowid] = read
+    hits = [(by_rowid[rowid], -negative) for negative, _, rowid in found.scored if rowid in by_rowid]
+    return SearchPool(hits, terms, threads, marks, message_range)
+
+
+@dataclass
+class _Found:
+    """What a search found: its best matches as ``(-score, created_us, rowid)``, best first;
+    the query groups it matched (``kept``: the query's, less its common words); and every
+    match of those groups in the resource by class (:func:`_classes`)."""
+
+    scored: list[tuple[float, int, int]]
+    kept: list[tuple[str, ...]]
+    classes: dict[int, tuple[int, str]]
+
+
+def _found(
+    conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
+) -> _Found:
+    if not groups:
+        return _Found([], [], {})
     tail, docs, chars = _index_tail(conn, resource_id)
     try:
-        return _search(conn, resource_id, groups, thread_id, limit, make, tail, docs, chars)
+        return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars)
     finally:
         for table in tail:
             conn.execute(f"DROP TABLE temp.{table}")
@@ -91,23 +147,23 @@ def search(
 
 def _search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None,
-    limit: int, make: Callable[[Any], T], tail: tuple[str, ...], docs: int, chars: int,
-) -> list[tuple[T, float]]:
-    """:func:`search` once the resource's pending messages are in ``tail`` and its statistics
+    limit: int, tail: tuple[str, ...], docs: int, chars: int,
+) -> _Found:
+    """:func:`_found` once the resource's pending messages are in ``tail`` and its statistics
     (indexed and pending messages) are known."""
     stats = conn.execute(
         "SELECT docs, chars FROM search_stats WHERE resource_id = ?", (resource_id,)).fetchone()
     if stats is not None:
         docs, chars = docs + int(stats[0]), chars + int(stats[1])
-    if not docs:
-        return []
-    scope = "" if _alone(conn, resource_id) else f'scope : "{scope_token(resource_id)}" AND '
     unique = list(dict.fromkeys(tuple(g) for g in groups))
+    if not docs:
+        return _Found([], unique, {})
+    scope = "" if _alone(conn, resource_id) else f'scope : "{scope_token(resource_id)}" AND '
     common = _common(conn, scope, unique, docs)
     kept = [g for g in unique if g not in common] or unique
     classes = _classes(conn, scope, kept, tail)
     if not classes:
-        return []
+        return _Found([], kept, classes)
     having = [sum(size for mask, (size, _) in classes.items() if mask >> i & 1) for i in range(len(kept))]
     idfs = [idf(docs, count) for count in having]
     weights: dict[int, float] = {}
@@ -148,12 +204,7 @@ def _search(
         scored = sorted([*scored, *(
             (-(weight * (K1 + 1) / (1 + K1 * (1 - B) + scale * length)), created, rowid)
             for rowid, length, created in conn.execute(sql, [classes[mask][1], *extra, limit]))])[:limit]
-    if not scored:
-        return []
-    found = {r[0]: r[1:] for r in conn.execute(
-        f"SELECT m.rowid, {COLUMNS} FROM messages AS m WHERE m.rowid IN"
-        " (SELECT value FROM json_each(?))", (json.dumps([r for _, _, r in scored]),))}
-    return [(make(found[rowid]), -negative) for negative, _, rowid in scored if rowid in found]
+    return _Found(scored, kept, classes)
 
 
 def _alone(conn: sqlite3.Connection, resource_id: str) -> bool:

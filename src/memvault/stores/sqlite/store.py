@@ -53,6 +53,7 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.passages import SearchPool
 from memvault.stores.row_reads import RowReads
 from memvault.stores.sqlite import batch as _batch
 from memvault.stores.sqlite import cipher as _cipher
@@ -284,6 +285,24 @@ class SqliteStore(RowReads, SqliteGraph):
         groups = query_groups(query)
         if not groups:
             return []
+        await self._index_before_search()
+        return await self._read(_search.search, resource_id, groups, thread_id, limit, make)
+
+    async def search_pool(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
+        message_range: int = 0,
+    ) -> SearchPool:
+        check_limit(limit)
+        check_query(MessageQuery(message_range=message_range))
+        groups = query_groups(query)
+        if not groups:
+            return SearchPool([], [], message_range=message_range)
+        await self._index_before_search()
+        return await self._read(_search.search_pool, resource_id, groups, thread_id, limit, message_range)
+
+    async def _index_before_search(self) -> None:
+        """Index the messages saved since the last batch, so that a search sees every saved
+        message; when that cannot write, the search reads them directly (:mod:`.search`)."""
         pending = 0 if self.read_only else await self._worker.read_one(unindexed)
         if pending:
             try:
@@ -293,7 +312,6 @@ class SqliteStore(RowReads, SqliteGraph):
                     raise
                 log.warning("full-text indexing failed (%s): this search reads the messages not "
                             "indexed yet directly", exc)
-        return await self._read(_search.search, resource_id, groups, thread_id, limit, make)
 
     async def rebuild_search_index(self) -> int:
         self._unindexed = 0
