@@ -9,6 +9,7 @@ import json
 import logging
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,9 @@ PARTS = st.one_of(
 METADATA = st.one_of(
     st.just("{}"),
     st.dictionaries(st.sampled_from(["name", "k"]), TEXT | st.integers(), max_size=2).map(json.dumps),
-    st.sampled_from(["[]", "{", "null", ""]), st.integers() | st.none(),
+    st.sampled_from(["[]", "{", "null", "", '{"na\\u006de": "Ada"}', '{"k": "name"}', '{"k": "\\"name\\""}',
+                     '{"name": "Ada"', '{"name": 1} ', '{ "name" : "Ada" }']),
+    st.integers() | st.none(),
 )
 CREATED = st.one_of(
     st.integers(0, 2**53), st.sampled_from([_FIRST_US, _LAST_US, _FIRST_US - 1, _LAST_US + 1, True]),
@@ -90,3 +93,30 @@ def test_a_list_form_row_of_one_text_part_builds_its_message_only_when_asked() -
     assert (passage.text, passage.metadata) == ("green tea, please", {"name": "Ada"})
     assert passage._message is None  # read from the columns
     assert passage.message() == rows.message(row)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(role=ROLE, parts=PARTS, metadata=METADATA, created_us=CREATED,
+       key=st.sampled_from(["name", "k", "x", 'n"a', "n\\a", ""]))
+def test_property_a_fresh_passages_time_and_metadata_values_are_its_messages(
+    role: Any, parts: Any, metadata: Any, created_us: Any, key: str
+) -> None:
+    """What recall reads of every pool member (its time, its author's name) without decoding
+    the row is what the built message (or its placeholder) holds."""
+    row = ("m", "t", "r", 3, role, parts, metadata, created_us)
+    logging.getLogger("memvault.stores").disabled = True  # placeholders warn
+    try:
+        message = rows.message(row)
+        first, second = rows.passage(row), rows.passage(row)
+        assert first.metadata_value(key) == message.metadata.get(key)
+        assert first.created_us == to_micros(message.created_at) == second.created_us
+        assert second.metadata_value(key) == message.metadata.get(key)
+    finally:
+        logging.getLogger("memvault.stores").disabled = False
+
+
+@pytest.mark.parametrize("metadata", ['{"na\\u006de": "Ada"}', '{"name": "Ada"}', '{ "name" : "Ada" }'])
+def test_a_name_written_any_way_json_allows_is_read(metadata: str) -> None:
+    row = ("m", "t", "r", 3, "user", '"hello"', metadata, 0)
+    assert rows.passage(row).metadata_value("name") == "Ada" == rows.message(row).metadata["name"]
+    assert rows.passage(row).metadata_value("nam") is None

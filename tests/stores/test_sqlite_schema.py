@@ -487,3 +487,45 @@ async def test_migration_12_stores_plain_parts_as_a_string_and_search_is_unchang
         for query, hits in migrated.items():
             fresh = await memory.search_messages(resource_id="ada", query=query)
             assert [(h.message.id, h.score) for h in fresh] == [(h.message.id, h.score) for h in hits]
+
+
+# -- migration 13: statistics rows with an id never reused and a count of changes --------------
+
+
+STATS_OF_ZED = "SELECT id, docs, changes FROM search_stats WHERE resource_id = 'zed'"
+
+
+async def test_migration_13_keeps_the_statistics_and_counts_changes_from_then(tmp_path: Path) -> None:
+    """An old file's statistics are kept (docs and characters per resource, no changes yet);
+    from then on each indexed message gained or lost after a row is made counts one change, and
+    a resource whose last indexed message goes gets a new row id when it comes back."""
+    path = tmp_path / "v12.db"
+    build_version_7(path)
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=12) == 7
+        conn.execute("COMMIT")
+        before = conn.execute("SELECT resource_id, docs, chars FROM search_stats ORDER BY 1").fetchall()
+    assert before
+    async with await Memory.open(f"sqlite:///{path}") as memory:
+        assert version_of(path) == LATEST
+        with raw(path) as conn:
+            assert conn.execute("SELECT resource_id, docs, chars, changes FROM search_stats ORDER BY 1"
+                                ).fetchall() == [(*row, 0) for row in before]
+        await memory.save_messages([Message.user("green tea", id="n1"), Message.user("more tea", id="n2")],
+                                   thread_id="t9", resource_id="zed")
+        await memory.search_messages(resource_id="zed", query="tea")  # indexes them
+        await memory.save_messages([Message.user("black tea", id="n1")], thread_id="t9", resource_id="zed")
+        await memory.delete_messages(["n2"], thread_id="t9", resource_id="zed")
+        with raw(path) as conn:
+            first = conn.execute(STATS_OF_ZED).fetchone()
+        assert first[1:] == (1, 3)  # made with two indexed; one edited (lost and gained), one deleted
+        await memory.delete_messages(["n1"], thread_id="t9", resource_id="zed")
+        with raw(path) as conn:
+            assert conn.execute("SELECT 1 FROM search_stats WHERE resource_id = 'zed'").fetchone() is None
+        await memory.save_messages([Message.user("tea again", id="n3")], thread_id="t9", resource_id="zed")
+        await memory.search_messages(resource_id="zed", query="tea")
+        with raw(path) as conn:
+            again = conn.execute(STATS_OF_ZED).fetchone()
+        assert again[1:] == (1, 0) and again[0] > first[0]
+        assert_fts_in_step(path)

@@ -216,7 +216,7 @@ class _Marking:
         found = self.marks.get((passage.thread_id or "", passage.id))
         mask, length = found if found is not None else self._from_text(passage.text)
         if self.author_key is not None:
-            name = passage.metadata.get(self.author_key)
+            name = passage.metadata_value(self.author_key)
             if isinstance(name, str) and name:
                 named = self._names.get(name)
                 if named is None:
@@ -344,7 +344,7 @@ def _term_weights(query: str, terms: list[tuple[str, ...]], boost: float) -> lis
 
 
 def _author_words(passage: Passage, author_key: str) -> tuple[str, ...]:
-    name = passage.metadata.get(author_key)
+    name = passage.metadata_value(author_key)
     if not isinstance(name, str):
         return ()
     return _name_words(name)

@@ -59,6 +59,10 @@ class Passage:
     def text(self) -> str:
         return self._fields()[2]
 
+    def metadata_value(self, key: str) -> Any:
+        """``metadata.get(key)`` (a subclass may answer without decoding the rest)."""
+        return self.metadata.get(key)
+
     @property
     def created_at(self) -> datetime:
         return self._message.created_at if self._message is not None else from_micros(self.created_us)

@@ -70,6 +70,20 @@ class StoredPassage(Passage):
         super().__init__(row[1], row[0], row[3])
         self._row = row
 
+    @property
+    def created_us(self) -> int:
+        stored = self._row[7]
+        if self._weighed is None and decode.readable_time(stored):  # the message's, read or not
+            return int(stored)
+        return self._fields()[0]
+
+    def metadata_value(self, key: str) -> Any:
+        stored = self._row[6]
+        if (self._weighed is None and isinstance(stored, str) and "\\" not in stored
+                and '"' not in key and "\\" not in key and f'"{key}"' not in stored):
+            return None  # no such key in the text (and an unreadable row's metadata is empty)
+        return self.metadata.get(key)
+
     def _weigh(self) -> Weighed:
         found = decode.compact_text(self._row)
         if found is None:

@@ -400,6 +400,43 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}
         FROM messages WHERE rowid <= (SELECT indexed_upto FROM messages_fts_progress) ORDER BY rowid;
     """ + VECTORS_UPDATE_TRIGGER + SUMMARY_UPDATE_TRIGGER,
+    # 13: each resource's statistics row gets an id that is never reused (AUTOINCREMENT: a row
+    # deleted when the resource's last indexed message goes and made again later has a new
+    # one) and ``changes``, how many indexed messages it has gained or lost since the row was
+    # made, so that a search can tell how far a word's count may have moved since it last
+    # counted it (:class:`memvault.stores.sqlite.search.WordCounts`).
+    f"""
+    DROP TRIGGER messages_stats_delete;
+    DROP TRIGGER messages_stats_update;
+    CREATE TABLE search_stats_new (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        resource_id TEXT NOT NULL UNIQUE,
+        docs INTEGER NOT NULL,
+        chars INTEGER NOT NULL,
+        changes INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO search_stats_new (resource_id, docs, chars) SELECT resource_id, docs, chars FROM search_stats;
+    DROP TABLE search_stats;
+    ALTER TABLE search_stats_new RENAME TO search_stats;
+    CREATE TRIGGER messages_stats_delete AFTER DELETE ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')},
+            changes = changes + 1
+        WHERE resource_id = old.resource_id;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    CREATE TRIGGER messages_stats_update AFTER UPDATE OF body, parts, resource_id ON messages
+    WHEN old.rowid <= (SELECT indexed_upto FROM messages_fts_progress) BEGIN
+        UPDATE search_stats SET docs = docs - 1, chars = chars - {BODY_CHARS_SQL.format(row='old')},
+            changes = changes + 1
+        WHERE resource_id = old.resource_id;
+        INSERT INTO search_stats (resource_id, docs, chars) VALUES
+            (new.resource_id, 1, {BODY_CHARS_SQL.format(row='new')})
+        ON CONFLICT (resource_id) DO UPDATE SET docs = docs + 1, chars = chars + excluded.chars,
+            changes = changes + 1;
+        DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
+    END;
+    """,
 )
 
 LATEST = len(MIGRATIONS)
@@ -496,7 +533,7 @@ def index_pending(conn: sqlite3.Connection) -> int:
     conn.execute(
         f"INSERT INTO search_stats (resource_id, docs, chars) {PENDING_STATS_SQL.format(where='')}"
         " ON CONFLICT (resource_id) DO UPDATE SET docs = docs + excluded.docs,"
-        " chars = chars + excluded.chars")
+        " chars = chars + excluded.chars, changes = changes + excluded.docs")
     count = conn.execute(
         "INSERT INTO messages_fts (rowid, body, scope)"
         f" SELECT rowid, {BODY_SQL.format(row='messages')}, {SCOPE_SQL.format(row='messages')}"

@@ -43,6 +43,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -78,11 +80,12 @@ def idf(docs: int, having: int) -> float:
 
 def search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
-    make: Callable[[Any], T],
+    make: Callable[[Any], T], counts: WordCounts | None = None,
 ) -> list[tuple[T, float]]:
     """The resource's (or the thread's) messages matching the query ``groups``, best first,
-    each row (:data:`COLUMNS`) made into what ``make`` makes of it, with its score."""
-    found = _found(conn, resource_id, groups, thread_id, limit)
+    each row (:data:`COLUMNS`) made into what ``make`` makes of it, with its score. ``counts``
+    remembers what the search learnt of its words' counts, for the next searches."""
+    found = _found(conn, resource_id, groups, thread_id, limit, counts)
     if not found.scored:
         return []
     rows_of = {r[0]: r[1:] for r in conn.execute(
@@ -93,13 +96,13 @@ def search(
 
 def search_pool(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
-    message_range: int,
+    message_range: int, counts: WordCounts | None = None,
 ) -> SearchPool:
     """:func:`search`'s hits, each with ``message_range`` neighbours on each side (one read for
     every thread), and for each message read the query groups its indexed text holds, from the
     matches the search found (every message of the resource holding a searched group is in one
     of its classes), and the text's length: a :class:`~memvault.stores.passages.SearchPool`."""
-    found = _found(conn, resource_id, groups, thread_id, limit)
+    found = _found(conn, resource_id, groups, thread_id, limit, counts)
     terms = [tuple(stem(word) for word in group) for group in found.kept]
     if not found.scored:
         return SearchPool([], terms, message_range=message_range)
@@ -134,12 +137,13 @@ class _Found:
 
 def _found(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None, limit: int,
+    counts: WordCounts | None,
 ) -> _Found:
     if not groups:
         return _Found([], [], {})
     tail, docs, chars = _index_tail(conn, resource_id)
     try:
-        return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars)
+        return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars, counts)
     finally:
         for table in tail:
             conn.execute(f"DROP TABLE temp.{table}")
@@ -147,19 +151,22 @@ def _found(
 
 def _search(
     conn: sqlite3.Connection, resource_id: str, groups: list[list[str]], thread_id: str | None,
-    limit: int, tail: tuple[str, ...], docs: int, chars: int,
+    limit: int, tail: tuple[str, ...], docs: int, chars: int, counts: WordCounts | None,
 ) -> _Found:
     """:func:`_found` once the resource's pending messages are in ``tail`` and its statistics
     (indexed and pending messages) are known."""
     stats = conn.execute(
-        "SELECT docs, chars FROM search_stats WHERE resource_id = ?", (resource_id,)).fetchone()
+        "SELECT docs, chars, id, changes FROM search_stats WHERE resource_id = ?", (resource_id,)).fetchone()
+    known: _Known | None = None
     if stats is not None:
         docs, chars = docs + int(stats[0]), chars + int(stats[1])
+        if counts is not None:
+            known = _Known(counts, resource_id, int(stats[2]), int(stats[3]))
     unique = list(dict.fromkeys(tuple(g) for g in groups))
     if not docs:
         return _Found([], unique, {})
     scope = "" if _alone(conn, resource_id) else f'scope : "{scope_token(resource_id)}" AND '
-    common = _common(conn, scope, unique, docs)
+    common = _common(conn, scope, unique, docs, known)
     kept = [g for g in unique if g not in common] or unique
     classes = _classes(conn, scope, kept, tail)
     if not classes:
@@ -259,7 +266,8 @@ def _index_tail(conn: sqlite3.Connection, resource_id: str) -> tuple[tuple[str, 
 
 
 def _common(
-    conn: sqlite3.Connection, scope: str, groups: list[tuple[str, ...]], docs: int
+    conn: sqlite3.Connection, scope: str, groups: list[tuple[str, ...]], docs: int,
+    known: _Known | None = None,
 ) -> set[tuple[str, ...]]:
     """The query's single words held by more than ``COMMON_SHARE`` of the resource's messages
     (and more than ``COMMON_MIN_MESSAGES``). Only a resource that large has any.
@@ -271,23 +279,123 @@ def _common(
     (at least ``bound + 1`` are the resource's); only in between is the word counted within the
     resource. The answer is the resource's own count's, and a common word in a large resource
     costs a bounded walk of its doclist, not the whole of it (``fts5vocab`` counted every
-    match: 9 ms for a word in 69 % of 100k messages, against 0.7 ms walked)."""
+    match: 9 ms for a word in 69 % of 100k messages, against 0.7 ms walked).
+
+    With ``known`` (what earlier searches learnt of the resource's words), a word whose count
+    is known to lie wholly above or below the bound, however much the resource changed since,
+    is decided without a walk; what a walk finds is remembered. The answer is the same."""
     bound = int(max(COMMON_MIN_MESSAGES, COMMON_SHARE * docs))
     words = [g for g in groups if len(g) == 1]
     if docs <= bound or len(groups) < 2 or not words:
         return set()
-    (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
-    others = max(0, int(last or 0) - docs)
+    others: int | None = None
     walked = "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
     common: set[tuple[str, ...]] = set()
     for group in words:
+        if known is not None:
+            low, high = known.bounds(group)
+            if low > bound:
+                common.add(group)
+                continue
+            if high <= bound:
+                continue
+        if others is None:
+            (last,) = conn.execute("SELECT max(rowid) FROM messages").fetchone()
+            others = max(0, int(last or 0) - docs)
         body = "body : " + (fts5_match([list(group)]) or "")
         (seen,) = conn.execute(walked, (body, bound + others + 1)).fetchone()
         if seen > bound + others:
             common.add(group)
+            low, high = seen - others, _MANY
         elif seen > bound:
             (count,) = conn.execute(
                 "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", (scope + body,)).fetchone()
             if count > bound:
                 common.add(group)
+            low = high = count
+        else:
+            low, high = max(0, seen - others), seen
+        if known is not None:
+            known.note(group, low, high)
     return common
+
+
+_MANY = 2**62
+"""An upper bound of any count (no word is in more messages than this)."""
+
+
+_Words = OrderedDict[tuple[str, ...], tuple[int, int, int]]
+"""A resource's words: ``(low, high, changes)`` each."""
+
+
+class WordCounts:
+    """What searches learnt of how many of a resource's indexed messages hold a word, for the
+    searches after them: a low and a high bound of the count, at the resource's ``changes``
+    (how many indexed messages its statistics row has gained or lost, migration 13). However
+    the resource changed since, its count now lies within ``changes`` of those bounds, so a
+    word far from :func:`_common`'s bound (a very common word, or a rare one) is decided
+    without walking its matches again, and the decision is the one a walk would make. An
+    entry holds for the statistics row it was learnt on (its id, never reused), so a resource
+    emptied and filled again starts afresh.
+
+    Held in memory by the store, for at most ``resources`` resources of ``words`` words each,
+    the least recently searched dropped first; it holds query words and counts, no message
+    text. Safe to share between threads."""
+
+    def __init__(self, *, resources: int = 1024, words: int = 256) -> None:
+        self.resources = resources
+        self.words = words
+        self._lock = threading.Lock()
+        self._by_resource: OrderedDict[str, tuple[int, _Words]] = OrderedDict()
+
+    def bounds(self, resource_id: str, row: int, changes: int, group: tuple[str, ...]) -> tuple[int, int]:
+        """The bounds of ``group``'s count in the resource whose statistics row ``row`` is at
+        ``changes`` now (``(0, _MANY)`` when nothing is known)."""
+        with self._lock:
+            found = self._by_resource.get(resource_id)
+            if found is None or found[0] != row or group not in found[1]:
+                return 0, _MANY
+            self._by_resource.move_to_end(resource_id)
+            low, high, then = found[1][group]
+            found[1].move_to_end(group)
+        moved = changes - then
+        if moved < 0:  # cannot happen on one row; never trust it
+            return 0, _MANY
+        return max(0, low - moved), min(_MANY, high + moved)
+
+    def note(
+        self, resource_id: str, row: int, changes: int, group: tuple[str, ...], low: int, high: int
+    ) -> None:
+        """Remember that ``group``'s count lies within ``low``..``high`` at ``changes``."""
+        with self._lock:
+            found = self._by_resource.get(resource_id)
+            if found is None or found[0] != row:
+                found = self._by_resource[resource_id] = (row, OrderedDict())
+            self._by_resource.move_to_end(resource_id)
+            found[1][group] = (low, high, changes)
+            found[1].move_to_end(group)
+            while len(found[1]) > self.words:
+                found[1].popitem(last=False)
+            while len(self._by_resource) > self.resources:
+                self._by_resource.popitem(last=False)
+
+    def forget(self, resource_id: str) -> None:
+        """Drop what is known of a resource (its messages were deleted)."""
+        with self._lock:
+            self._by_resource.pop(resource_id, None)
+
+
+@dataclass
+class _Known:
+    """:class:`WordCounts` for one resource's statistics row, as one search reads it."""
+
+    counts: WordCounts
+    resource_id: str
+    row: int
+    changes: int
+
+    def bounds(self, group: tuple[str, ...]) -> tuple[int, int]:
+        return self.counts.bounds(self.resource_id, self.row, self.changes, group)
+
+    def note(self, group: tuple[str, ...], low: int, high: int) -> None:
+        self.counts.note(self.resource_id, self.row, self.changes, group, low, high)

@@ -149,6 +149,7 @@ class SqliteStore(RowReads, SqliteGraph):
         self._write = self._worker.write
         self._read = self._worker.read
         self._unindexed = 0  # messages this store saved since it last asked for indexing
+        self._word_counts = _search.WordCounts()  # what searches learnt of words' counts
 
     @classmethod
     async def open(cls, path: str | Path, **options: Any) -> SqliteStore:
@@ -251,6 +252,7 @@ class SqliteStore(RowReads, SqliteGraph):
         return await self._erased(await self._write(_CLEAR_THREAD, resource_id, thread_id))
 
     async def delete_resource(self, resource_id: str) -> Deleted:
+        self._word_counts.forget(resource_id)
         return await self._erased(await self._write(_DELETE_RESOURCE, resource_id))
 
     async def _erased(self, result: _T) -> _T:
@@ -286,7 +288,8 @@ class SqliteStore(RowReads, SqliteGraph):
         if not groups:
             return []
         await self._index_before_search()
-        return await self._read(_search.search, resource_id, groups, thread_id, limit, make)
+        return await self._read(_search.search, resource_id, groups, thread_id, limit, make,
+                                self._word_counts)
 
     async def search_pool(
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
@@ -298,7 +301,8 @@ class SqliteStore(RowReads, SqliteGraph):
         if not groups:
             return SearchPool([], [], message_range=message_range)
         await self._index_before_search()
-        return await self._read(_search.search_pool, resource_id, groups, thread_id, limit, message_range)
+        return await self._read(_search.search_pool, resource_id, groups, thread_id, limit, message_range,
+                                self._word_counts)
 
     async def _index_before_search(self) -> None:
         """Index the messages saved since the last batch, so that a search sees every saved
