@@ -106,15 +106,17 @@ def search_pool(
     terms = [tuple(stem(word) for word in group) for group in found.kept]
     if not found.scored:
         return SearchPool([], terms, message_range=message_range)
-    masks: dict[int, int] = {}
-    for mask, (_, rowids) in found.classes.items():
-        masks.update(dict.fromkeys(json.loads(rowids), mask))
     columns = f"m.rowid, {BODY_CHARS_SQL.format(row='m')}, {COLUMNS}"
+    hit_rowids = [rowid for _, _, rowid in found.scored]
+    read_rows = rows_near(conn, resource_id, BY_ROWID, hit_rowids, message_range, columns)
+    wanted = {row[0] for row in read_rows}
+    masks: dict[int, int] = {}
+    for mask, (_, rowids) in found.classes.items():  # the classes are disjoint
+        masks.update(dict.fromkeys(wanted.intersection(json.loads(rowids)), mask))
     threads: dict[str, list[Passage]] = {}
     marks: dict[tuple[str, str], Mark] = {}
     by_rowid: dict[int, Passage] = {}
-    hit_rowids = [rowid for _, _, rowid in found.scored]
-    for row in rows_near(conn, resource_id, BY_ROWID, hit_rowids, message_range, columns):
+    for row in read_rows:
         read = rows.passage(row[2:])
         rowid, chars, message_id, thread = row[0], row[1], row[2], row[3]
         threads.setdefault(thread, []).append(read)
