@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from memvault import Message
 from memvault.recall import RecallReader
+from memvault.recall.reader import _Thread
 from memvault.stores.base import MessageQuery
 from memvault.stores.memory import InMemoryStore
+from memvault.stores.passages import Passage
 
 
 def _ids(found: list[Message]) -> list[str]:
@@ -47,6 +49,31 @@ def test_around_is_what_the_store_returns(
         assert reader.calls <= len(asked)
 
     asyncio.run(check())
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(0, 30), hits=st.sets(st.integers(0, 34), max_size=6),
+       reads=st.lists(st.tuples(st.integers(0, 29), st.integers(0, 29), st.integers(0, 6)), max_size=3))
+def test_a_read_covers_exactly_the_neighbours_it_read(
+    size: int, hits: set[int], reads: list[tuple[int, int, int]]
+) -> None:
+    """After reads of runs of a thread around some ids, a message counts as covered for a
+    range exactly when one read held it with that many neighbours each side of an id (ids a
+    read does not hold, beyond ``size``, count for nothing)."""
+    thread = _Thread()
+    want: dict[str, int] = {}
+    for start, stop, message_range in [(0, size, 3), *reads]:
+        found = [Passage("t", f"m{i}", i) for i in range(start, min(stop, size))]
+        ids = {f"m{i}" for i in hits}
+        thread.add(found, ids, message_range)
+        held = [i for i in range(len(found)) if found[i].id in ids]
+        for j, passage in enumerate(found):
+            nearest = min((abs(i - j) for i in held), default=None)
+            if nearest is not None and nearest <= message_range:
+                want[passage.id] = max(want.get(passage.id, -1), message_range - nearest)
+    for i in range(size):
+        for message_range in range(8):
+            assert thread.covers(f"m{i}", message_range) == (want.get(f"m{i}", -1) >= message_range)
 
 
 async def test_a_covered_request_reads_nothing() -> None:

@@ -444,6 +444,18 @@ async def test_a_message_stored_once_is_indexed_and_erased_like_any(tmp_path: Pa
 # -- migration 12: a plain text message's parts as a JSON string, an index without docsize ----
 
 
+@contextmanager
+def migrated_from_7(path: Path, target: int) -> Iterator[sqlite3.Connection]:
+    """A version-7 file (:func:`build_version_7`) migrated to ``target`` in one transaction,
+    open for more writes in it; committed when the block ends."""
+    build_version_7(path)
+    with raw(path) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        assert migrate(conn, target=target) == 7
+        yield conn
+        conn.execute("COMMIT")
+
+
 def parts_of(path: Path) -> dict[str, str]:
     with raw(path) as conn:
         return dict(conn.execute("SELECT id, parts FROM messages").fetchall())
@@ -454,15 +466,11 @@ async def test_migration_12_stores_plain_parts_as_a_string_and_search_is_unchang
     (others keep their list), without dropping their vectors or summaries; the index is rebuilt
     without docsize, stays in step, and search finds and scores as in a new file."""
     path = tmp_path / "v11.db"
-    build_version_7(path)
-    with raw(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        assert migrate(conn, target=11) == 7
+    with migrated_from_7(path, 11) as conn:
         conn.execute("INSERT INTO embedding_model (model, dimensions) VALUES ('m', 2)")
         conn.execute("INSERT INTO message_vectors (message_rowid, vector) SELECT rowid, x'0000803f0000803f'"
                      " FROM messages")
         conn.execute("INSERT INTO summaries VALUES ('ada', 't1', 'so far', 3, 'p3', 1, 1700000000000000)")
-        conn.execute("COMMIT")
     async with await Memory.open(f"sqlite:///{path}") as memory:
         assert version_of(path) == LATEST
         assert "messages_fts_docsize" not in names(path, "table")
@@ -500,11 +508,7 @@ async def test_migration_13_keeps_the_statistics_and_counts_changes_from_then(tm
     from then on each indexed message gained or lost after a row is made counts one change, and
     a resource whose last indexed message goes gets a new row id when it comes back."""
     path = tmp_path / "v12.db"
-    build_version_7(path)
-    with raw(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        assert migrate(conn, target=12) == 7
-        conn.execute("COMMIT")
+    with migrated_from_7(path, 12) as conn:
         before = conn.execute("SELECT resource_id, docs, chars FROM search_stats ORDER BY 1").fetchall()
     assert before
     async with await Memory.open(f"sqlite:///{path}") as memory:

@@ -7,34 +7,29 @@ resource's included."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
-from memvault import Memory, Message, ToolCallPart, ToolResultPart
+from memvault import Memory, Message
 from memvault.rules.words import query_terms, searchable_query
 from memvault.stores.capabilities import PoolSearch
-from memvault.stores.passages import Passage, SearchPool, mark_of
+from memvault.stores.passages import SearchPool, mark_of
 from memvault.testing import has
-from memvault.testing.suite.test_search_query_properties import CORPUS, QUERY
+from memvault.testing.suite.test_passage_reads import R, fields, seed
+from memvault.testing.suite.test_search_query_properties import CORPUS, for_any_query
 
 pytestmark = pytest.mark.capability("pool_search", "passage_reads", "full_text")
 
-R, OTHER = "ada", "bob"
+OTHER = "bob"
 
 
 def _pools(memory: Memory) -> PoolSearch:
     store = memory.store
     assert isinstance(store, PoolSearch)
     return store
-
-
-def _fields(passage: Passage) -> tuple[Any, ...]:
-    return (passage.thread_id, passage.id, passage.seq, passage.created_us, passage.metadata, passage.text)
 
 
 def _is_subsequence(part: list[tuple[str, ...]], whole: list[tuple[str, ...]]) -> bool:
@@ -52,16 +47,7 @@ def _check_marks(pool: SearchPool, query: str) -> None:
 
 
 async def _seed(memory: Memory) -> None:
-    for thread in ("t1", "t2"):
-        said = [Message.user(f"{thread} Green TEA number {i}" + " and coffee" * (i % 2), id=f"{thread}-m{i}",
-                             metadata={"name": "Ada"}) for i in range(7)]
-        said.append(Message(role="assistant", id=f"{thread}-call",
-                            parts=[ToolCallPart(tool_call_id="c", name="tea", args={"kind": "green"})]))
-        said.append(Message(role="tool", id=f"{thread}-result",
-                            parts=[ToolResultPart(tool_call_id="c", output="green tea: sencha")]))
-        said.append(Message.assistant("Café 我喜欢中文和茶 tea", id=f"{thread}-last"))
-        await memory.save_messages(said, thread_id=thread, resource_id=R)
-    await memory.delete_messages(["t1-m3"], thread_id="t1", resource_id=R)
+    await seed(memory, extra=lambda i: " and coffee" * (i % 2))
     await memory.save_messages([Message.user("green tea for bob", id="b1")], thread_id="t1",
                                resource_id=OTHER)
 
@@ -78,13 +64,13 @@ async def test_search_pool_is_the_search_and_its_neighbourhoods_marked(
                                                 message_range=message_range)
         hits = await memory.store.search_passages(  # type: ignore[attr-defined]
             resource, query, thread_id=thread, limit=4)
-        assert [(_fields(p), score) for p, score in pool.hits] == [(_fields(p), score) for p, score in hits]
+        assert [(fields(p), score) for p, score in pool.hits] == [(fields(p), score) for p, score in hits]
         by_thread: dict[str, list[str]] = {}
         for hit, _ in hits:
             by_thread.setdefault(hit.thread_id, []).append(hit.id)
         read = await memory.store.read_passages(resource, by_thread, message_range)  # type: ignore[attr-defined]
-        assert {name: [_fields(p) for p in found] for name, found in pool.threads.items()} == {
-            name: [_fields(p) for p in found] for name, found in read.items()}
+        assert {name: [fields(p) for p in found] for name, found in pool.threads.items()} == {
+            name: [fields(p) for p in found] for name, found in read.items()}
         assert [p.message() for found in pool.threads.values() for p in found] == [
             p.message() for found in read.values() for p in found]
         assert pool.message_range == message_range
@@ -94,30 +80,19 @@ async def test_search_pool_is_the_search_and_its_neighbourhoods_marked(
 
 
 def test_any_query_marks_what_each_text_holds(store_factory: Any) -> None:
-    loop = asyncio.new_event_loop()
-    stack = AsyncExitStack()
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            memory = loop.run_until_complete(stack.enter_async_context(store_factory.memory(Path(folder))))
-            if not has(memory, "pool_search"):
-                name = type(memory.store).__name__
-                pytest.skip(f"{name} ({store_factory.id}) has no pool_search capability")
-            for t in range(3):  # each text in three threads, so that neighbourhoods mix texts
-                texts = CORPUS[t:] + CORPUS[:t]
-                loop.run_until_complete(memory.save_messages(
-                    [Message.user(text, id=f"t{t}-m{i}") for i, text in enumerate(texts)],
-                    thread_id=f"t{t}", resource_id=R))
+    async def setup(factory: Any, folder: Path, stack: AsyncExitStack) -> Memory:
+        memory: Memory = await stack.enter_async_context(factory.memory(folder))
+        if not has(memory, "pool_search"):
+            pytest.skip(f"{type(memory.store).__name__} ({factory.id}) has no pool_search capability")
+        for t in range(3):  # each text in three threads, so that neighbourhoods mix texts
+            texts = CORPUS[t:] + CORPUS[:t]
+            await memory.save_messages([Message.user(text, id=f"t{t}-m{i}") for i, text in enumerate(texts)],
+                                       thread_id=f"t{t}", resource_id=R)
+        return memory
 
-            @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-            @given(query=QUERY)
-            def check(query: str) -> None:
-                pool = loop.run_until_complete(_pools(memory).search_pool(
-                    R, query, limit=len(CORPUS), message_range=2))
-                _check_marks(pool, query)
+    def check(loop: asyncio.AbstractEventLoop, memory: Memory, query: str) -> None:
+        pool = loop.run_until_complete(
+            _pools(memory).search_pool(R, query, limit=len(CORPUS), message_range=2))
+        _check_marks(pool, query)
 
-            try:
-                check()
-            finally:
-                loop.run_until_complete(stack.aclose())
-    finally:
-        loop.close()
+    for_any_query(store_factory, setup, check, examples=200)

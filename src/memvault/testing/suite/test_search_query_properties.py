@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 from memvault import Memory, Message
 from memvault.testing import has
+
+T = TypeVar("T")
 
 R = "alice"
 CORPUS = [
@@ -57,22 +60,36 @@ async def _found(memory: Memory, query: str) -> list[str]:
     return sorted(h.message.id for h in hits)
 
 
-def test_any_query_finds_what_the_reference_finds(store_factory: Any) -> None:
+def for_any_query(
+    store_factory: Any, setup: Callable[[Any, Path, AsyncExitStack], Awaitable[T]],
+    check: Callable[[asyncio.AbstractEventLoop, T, str], None], *, examples: int,
+) -> None:
+    """Hypothesis over :data:`QUERY`: ``check(loop, opened, query)`` for each example, where
+    ``opened`` is what ``setup(store_factory, folder, stack)`` opened once in a temporary
+    folder (closed with ``stack`` at the end), every call on one event loop."""
     loop = asyncio.new_event_loop()
     stack = AsyncExitStack()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            memory, reference = loop.run_until_complete(_open(store_factory, Path(folder), stack))
-
-            @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-            @given(query=QUERY)
-            def check(query: str) -> None:
-                got = loop.run_until_complete(_found(memory, query))
-                assert got == loop.run_until_complete(_found(reference, query)), query
-
             try:
-                check()
+                opened = loop.run_until_complete(setup(store_factory, Path(folder), stack))
+
+                @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+                @given(query=QUERY)
+                def run(query: str) -> None:
+                    check(loop, opened, query)
+
+                run()
             finally:
                 loop.run_until_complete(stack.aclose())
     finally:
         loop.close()
+
+
+def test_any_query_finds_what_the_reference_finds(store_factory: Any) -> None:
+    def check(loop: asyncio.AbstractEventLoop, opened: tuple[Memory, Memory], query: str) -> None:
+        memory, reference = opened
+        got = loop.run_until_complete(_found(memory, query))
+        assert got == loop.run_until_complete(_found(reference, query)), query
+
+    for_any_query(store_factory, _open, check, examples=300)
