@@ -343,7 +343,7 @@ def test_cv_ingests_once_per_embed_context_and_scores_on_its_stores(three: Path)
 
     result = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",
                               grid={"embed_context": (0, 1), "vector_weight": (1.0,)})
-    assert result["config"]["start"] == {"embed_context": 0, "vector_weight": 1.0}
+    assert result["config"]["start"] == {"embed_context": 0, "vector_weight": SCORED_VECTOR_WEIGHT}
     assert result["config"]["conversations"] == ["conv-test", "conv-b", "conv-c"]
     assert all(f["chosen"]["embed_context"] in (0, 1) for f in result["folds"])
     one = locomo_cv.run_cv(three, conversations="0-2", store="memory", embedder="hash:32",

@@ -515,7 +515,7 @@ async def test_a_scorer_without_a_search_is_not_asked(memory: Memory) -> None:
 def test_vector_weight_defaults_depend_on_the_scorer() -> None:
     from memvault.recall.engine import _vector_weight
 
-    assert _vector_weight(RecallOptions(), TableScorer({})) == 1.0
+    assert _vector_weight(RecallOptions(), TableScorer({})) == 1.3
     assert _vector_weight(RecallOptions(), None) == 0.3
     assert _vector_weight(RecallOptions(vector_weight=2.0), TableScorer({})) == 2.0
 

@@ -55,7 +55,7 @@ from memvault.stores.passages import Passage, SearchPool
 GRID: dict[str, tuple[Any, ...]] = {
     "context_window": (2, 3, 4),
     "context_decay": (0.5, 0.7, 0.85),
-    "bm25_b": (0.3, 0.5, 0.75),
+    "bm25_b": (0.1, 0.2, 0.3, 0.5),
     "author_boost": (0.0, 0.2, 0.4),
     "date_boost": (1.0, 2.0, 3.0),
     "candidates": (50, 100),
@@ -72,7 +72,7 @@ and the fusion settings. Every constant's grid holds its "off" value (0) where i
 
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
     "embed_context": (0, 1, 2),
-    "vector_weight": (0.4, 0.6, 0.8, 1.0),
+    "vector_weight": (0.8, 1.0, 1.3, 1.6),
     "vector_context_window": (1, 2, 3),
     "vector_candidates": (25, 50, 100),
 }

@@ -13,7 +13,7 @@ Example::
     RecallOptions(scope="thread", top_k=3, message_range=0, last_n=20, merge="interleave")
 
     # with a vector search from a strong embedder: give the vectors more weight
-    RecallOptions(vector_weight=1.0)
+    RecallOptions(vector_weight=1.6)
     # or reciprocal rank fusion instead of the default weighted score fusion
     RecallOptions(fusion="rrf", rrf_k=60)
 """
@@ -67,7 +67,8 @@ class RecallOptions:
     0.49, 0.34 by default: the values leave-one-conversation-out cross-validation on LoCoMo
     chose, ``memvault bench locomo --cv``; docs/benchmarks.md). A reply
     such as "Yes, last Sunday!" is found by the question it answers. ``context_window=0``
-    scores each message alone. ``bm25_k1`` and ``bm25_b`` are BM25's usual parameters.
+    scores each message alone. ``bm25_k1`` (1.2) and ``bm25_b`` (0.3, the folds' choice once a
+    document's length became its indexed characters) are BM25's usual parameters.
 
     - ``author_boost`` (default 0.2): a message whose author's name is named in the query
       scores ``* (1 + author_boost)``. The name is ``message.metadata[author_key]``
@@ -102,7 +103,7 @@ class RecallOptions:
       ``"minmax"``, the default, maps a source's best..worst candidate to 1..0; ``"max"``
       divides by the best score) and added with ``lexical_weight`` (default 1) and
       ``vector_weight``.
-    - ``vector_weight`` (default ``None``: 1.0 with a :class:`~memvault.recall.types.VectorScorer`,
+    - ``vector_weight`` (default ``None``: 1.3 with a :class:`~memvault.recall.types.VectorScorer`,
       as ``Memory.recall`` has when an embedder is configured, else 0.3). With a scorer every
       candidate gets a vector score, smoothed over its neighbours like the words (below); with
       a plain vector search only its own matches do, which deserves less weight.
@@ -122,7 +123,10 @@ class RecallOptions:
     neighbours each side and fusing at 1 : 0.6 lifts them to 72.5/82.1 (1 : 0.8 gives 72.4/81.9,
     1 : 1 72.9/81.9; docs/benchmarks.md has the figures). Cross-validated with the issue-15 word
     defaults (``memvault bench locomo --cv --embedder ...``), every fold chose 1 : 1 over 0.4,
-    0.6 and 0.8 (held-out R@10 83.3 against 82.6 at 0.6; R@5 74.6 against 75.3), so 1.0 it is. A stronger
+    0.6 and 0.8 (held-out R@10 83.3 against 82.6 at 0.6; R@5 74.6 against 75.3), so 1.0 it was;
+    once words were scored from the index (a term once per message, lengths in characters,
+    ``bm25_b`` 0.3), every fold chose 1.3 over 0.6 to 1.0 and kept it against 1.6 and 2.0
+    (held-out R@10 83.5 against 82.9 at 1.0; R@5 73.9 against 74.6), so 1.3 it is. A stronger
     embedder may deserve a larger ``vector_weight``: measure with
     ``memvault bench locomo --embedder ...``.
 
@@ -149,7 +153,7 @@ class RecallOptions:
     context_decay: float = 0.7
     context_reach: int = 2
     bm25_k1: float = 1.2
-    bm25_b: float = 0.5
+    bm25_b: float = 0.3
     author_boost: float = 0.2
     author_key: str = "name"
     author_in_context: bool = True
@@ -208,7 +212,7 @@ class RecallOptions:
             raise ValidationError("author_key must be a non-empty string (a metadata key)")
 
 
-SCORED_VECTOR_WEIGHT = 1.0
+SCORED_VECTOR_WEIGHT = 1.3
 """``vector_weight`` when ``None`` and every candidate gets a (smoothed) vector score."""
 MATCHED_VECTOR_WEIGHT = 0.3
 """``vector_weight`` when ``None`` and only the vector search's own matches have one."""
