@@ -160,6 +160,35 @@ def test_the_obvious_question_is_found_first(data: Path) -> None:
     assert result["recall@1"] > 0
 
 
+def test_over_postgresql_the_figures_are_sqlite_s_and_its_schemas_are_dropped(data: Path) -> None:
+    """Each conversation in a fresh schema of the database, dropped afterwards. On data this
+    small every match is a candidate on both stores (their own search scores differ), so
+    recall's scoring from their pools ranks as on SQLite."""
+    import psycopg
+
+    from postgres_server import conninfo, postgres_url
+
+    url = postgres_url("the LoCoMo benchmark over PostgreSQL")
+
+    def schemas() -> set[str]:
+        with psycopg.connect(conninfo(url)) as conn:
+            return {row[0] for row in conn.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'bench_locomo_%'")}
+
+    before = schemas()
+    over = locomo.run(data, conversations="0-1", ks=(1, 5), store=url)
+    assert schemas() == before
+    sqlite = locomo.run(data, conversations="0-1", ks=(1, 5))
+    assert over["config"]["store"] == "postgresql"  # never the URL, which may hold a password
+    for k in ("recall@1", "recall@5", "recall@10", "questions"):
+        assert over[k] == sqlite[k], k
+
+
+def test_a_store_that_is_no_store_is_refused(data: Path) -> None:
+    with pytest.raises(ValidationError, match="PostgreSQL URL"):
+        locomo.run(data, conversations="0", store="mysql://localhost/db")
+
+
 def test_with_an_embedder(data: Path) -> None:
     pytest.importorskip("numpy", reason="embedders need numpy")
     result = locomo.run(data, conversations="0-1", ks=(5,), embedder="hash:64", store="memory")

@@ -51,9 +51,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import memvault
+from memvault.bench.schemas import drop_schema, fresh_name, with_schema
 from memvault.memory import Memory
 from memvault.model import Message
 
@@ -401,23 +401,6 @@ async def _count(url: str, posted: Sequence[str]) -> dict[str, int]:
     }
 
 
-async def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    from memvault.stores.postgres.store import postgres_options
-
-    async with await psycopg.AsyncConnection.connect(postgres_options(url)[0], autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
-def _with_schema(url: str, schema: str) -> str:
-    """``url`` naming ``schema`` (replacing any schema it named)."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"]
-    return urlunsplit(parts._replace(query=urlencode([*query, ("schema", schema)])))
-
-
 def _layout(name: str, url: str, processes: int, *, folder: Path, concurrency: Sequence[int],
             requests: int, warmup: int, seed_messages: int, seed: int,
             progress: Callable[[str], None]) -> dict[str, Any]:
@@ -472,12 +455,12 @@ def run(
             layouts["sqlite"] = measure("sqlite", f"sqlite:///{folder / 'bench.db'}", 1)
         if postgres is not None:
             for count in dict.fromkeys((1, processes)):
-                schema = f"bench_api_{uuid.uuid4().hex[:10]}"
+                schema = fresh_name("bench_api")
                 try:
                     layouts[f"postgres_{count}"] = measure(f"postgres_{count}",
-                                                           _with_schema(postgres, schema), count)
+                                                           with_schema(postgres, schema), count)
                 finally:
-                    asyncio.run(_drop_schema(postgres, schema))
+                    asyncio.run(drop_schema(postgres, schema))
     return _result(layouts, postgres=postgres, concurrency=concurrency, requests=requests,
                    warmup=warmup, processes=processes, seed_messages=seed_messages)
 

@@ -7,9 +7,10 @@ questions whose ``evidence`` names the turns (``dia_id`` such as ``"D3:7"``) tha
 What is measured, through the public API only:
 
 - **Ingestion.** Each conversation goes into a fresh store (``Memory.open("sqlite:///<tmp>")``
-  by default, ``memory://`` with ``store="memory"``): one resource per conversation (its
-  ``sample_id``), one thread per session (``session-N``, titled with the session's date), one
-  message per turn. A turn's text is the speaker's words, with a shared image's
+  by default, ``memory://`` with ``store="memory"``, and with ``store`` a PostgreSQL URL a
+  schema ``bench_locomo_<random>`` of that database, dropped afterwards): one resource per
+  conversation (its ``sample_id``), one thread per session (``session-N``, titled with the
+  session's date), one message per turn. A turn's text is the speaker's words, with a shared image's
   ``blip_caption`` appended as ``[image: ...]``; the first speaker's turns are ``user``
   messages, the second's ``assistant``. The speaker's name is kept as ``metadata["name"]``
   (where memvault's OpenAI-chat converter keeps a participant's name, and what recall's author
@@ -63,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import Memory, MemoryOptions, Message
+from memvault.bench.schemas import drop_schema, fresh_name, is_postgres, with_schema
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
 from memvault.rules.tokens import estimate_tokens
@@ -311,7 +313,11 @@ async def _measure_conversation(
     by_category: dict[int, _Scores],
     embed_context: int | None = None,
 ) -> tuple[_Scores, dict[str, float]]:
-    url = "memory://" if store == "memory" else f"sqlite:///{folder / (conversation.sample_id + '.db')}"
+    schema = fresh_name("bench_locomo") if is_postgres(store) else None
+    if schema is not None:
+        url = with_schema(store, schema)
+    else:
+        url = "memory://" if store == "memory" else f"sqlite:///{folder / (conversation.sample_id + '.db')}"
     timings: dict[str, float] = {}
     started = time.perf_counter()
     memory_options = None if embed_context is None else MemoryOptions(embed_context=embed_context)
@@ -353,6 +359,8 @@ async def _measure_conversation(
         timings["recall_warnings"] = warnings
     finally:
         await memory.close()
+        if schema is not None:
+            await drop_schema(store, schema)
     return scores, timings
 
 
@@ -389,8 +397,8 @@ async def measure(
     :attr:`memvault.MemoryOptions.embed_context`."""
     if embed_context is not None:
         MemoryOptions(embed_context=embed_context)  # a ValidationError for a bad value
-    if store not in ("sqlite", "memory"):
-        raise ValidationError(f"store must be 'sqlite' or 'memory', got {store!r}")
+    if store not in ("sqlite", "memory") and not is_postgres(store):
+        raise ValidationError(f"store must be 'sqlite', 'memory' or a PostgreSQL URL, got {store!r}")
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValidationError("k values must be positive integers")
@@ -446,7 +454,7 @@ async def measure(
             "conversations": [parse_conversation(raw[i]).sample_id for i in chosen],
             "ks": ks_reported,
             "embedder": spec,
-            "store": store,
+            "store": store if not is_postgres(store) else "postgresql",
             "options": {k: v for k, v in dataclasses.asdict(options).items()},
             "embed_context": (MemoryOptions().embed_context if embed_context is None
                               else embed_context),

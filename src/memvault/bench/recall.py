@@ -60,7 +60,6 @@ import platform
 import sys
 import time
 import tracemalloc
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from memvault.bench.schemas import drop_schema, fresh_name
 from memvault.errors import MissingExtraError
 from memvault.vectors import AnnIndex, ExactIndex, VectorIndex, VectorItem
 
@@ -334,7 +334,7 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
                                    progress, None)
     from memvault.vectors import PgVectorIndex
 
-    schema = f"memvault_bench_{size}_{uuid.uuid4().hex[:8]}"
+    schema = fresh_name(f"memvault_bench_{size}")
     index = PgVectorIndex(pgvector.url, DIMENSIONS, schema=schema, ef_search=pgvector.ef_search,
                           m=pgvector.m, ef_construction=pgvector.ef_construction)
     try:
@@ -344,17 +344,7 @@ async def _one_size(size: int, queries: int, seed: int, peer_budget_s: float,
     finally:
         await index.drop_table()
         await index.close()
-        await _drop_schema(pgvector.url, schema)
-
-
-async def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    from memvault.stores.postgres.store import postgres_options
-
-    async with await psycopg.AsyncConnection.connect(postgres_options(url)[0], autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        await drop_schema(pgvector.url, schema)
 
 
 async def _ef_sweep(pg: PgVectorIndex, sweep: Sequence[int], asked: Matrix,

@@ -155,7 +155,9 @@ def locomo(
              "package, extra 'local'), or 'hash' (a meaningless toy, for tests). "
              "Default: words only.")] = None,
     k: Annotated[str, typer.Option("--k", help="The k of recall@k, comma-separated.")] = "5,10,25",
-    store: Annotated[str, typer.Option(help="Store for the conversations: sqlite or memory.")] = "sqlite",
+    store: Annotated[str, typer.Option(
+        help="Store for the conversations: sqlite, memory, or a PostgreSQL URL (each conversation"
+             " in a fresh schema of that database, dropped afterwards).")] = "sqlite",
     set_options: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a RecallOptions field, NAME=VALUE (repeatable), e.g. "
                       "--set fusion=rrf --set context_window=0.")] = None,
