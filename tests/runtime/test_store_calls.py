@@ -52,7 +52,5 @@ async def test_a_turn_with_recall_reads_little_before_the_model_runs(store: Coun
     assert {hit.thread_id for hit in turn.context.recalled} == {"monday"}
     assert "- Name: Ada" in turn.context.system  # and the note was fed
     assert len(calls) <= MAX_CALLS_BEFORE_THE_MODEL, " ".join(calls)
-    if supports_pool_search(store):  # the search and its neighbourhoods in one call (memory, SQLite)
-        assert calls == ["read_turn", "save_messages", "search_pool"]
-    else:
-        assert calls == ["read_turn", "save_messages", "search_passages", "read_passages"]
+    assert supports_pool_search(store)  # every built-in store: the search and its neighbourhoods in one call
+    assert calls == ["read_turn", "save_messages", "search_pool"]

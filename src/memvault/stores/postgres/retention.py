@@ -15,13 +15,17 @@ from memvault.model import now
 from memvault.stores.common import MICROSECOND, to_micros
 from memvault.stores.postgres.db import Conn
 
-VISIBLE = (
-    "m.created_us >= COALESCE((SELECT %(now)s - r.max_age_us FROM retention AS r"
-    " WHERE r.resource_id IN (%(resource)s, '') ORDER BY r.resource_id DESC LIMIT 1),"
-    " '-9223372036854775808'::bigint)"
-)
-"""The condition on ``messages AS m`` leaving out the resource's expired messages; its
-arguments (``now``, ``resource``) come from :func:`visible_args`."""
+
+def visible(alias: str) -> str:
+    """The condition on ``messages AS <alias>`` leaving out the resource's expired messages;
+    its arguments (``now``, ``resource``) come from :func:`visible_args`."""
+    return (f"{alias}.created_us >= COALESCE((SELECT %(now)s - r.max_age_us FROM retention AS r"
+            " WHERE r.resource_id IN (%(resource)s, '') ORDER BY r.resource_id DESC LIMIT 1),"
+            " '-9223372036854775808'::bigint)")
+
+
+VISIBLE = visible("m")
+""":func:`visible` on ``messages AS m``."""
 
 
 def visible_args(resource_id: str, at: datetime | None = None) -> dict[str, Any]:

@@ -104,12 +104,13 @@ def tsquery(query: str) -> str | None:
     """A ``to_tsquery('simple', ...)`` expression for any user string: one quoted phrase per
     query group, joined by ``|``; ``None`` when the query has no words (it matches nothing)."""
     phrases = dict.fromkeys(
-        " <-> ".join(_quoted(lexeme(stem(word))) for word in group) for group in query_groups(query)
+        " <-> ".join(quoted(lexeme(stem(word))) for word in group) for group in query_groups(query)
     )
     return " | ".join(phrases) or None
 
 
-def _quoted(word: str) -> str:
+def quoted(word: str) -> str:
+    """A lexeme as a quoted tsquery operand."""
     # Lexemes are letters and digits; escaping anyway keeps any string a plain lexeme.
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -124,23 +125,30 @@ async def search(
     where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
     if thread_id is not None:
         where += " AND m.thread_id = %(thread)s"
+    found = await timed_fetch(
+        conn,
+        f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
+        f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
+        {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
+    )
+    return [(make(r[:-1]), float(r[-1])) for r in found]
+
+
+async def timed_fetch(conn: Conn, statement: str, args: dict[str, Any]) -> list[Any]:
+    """The rows of a search ``statement``, run in a transaction whose ``statement_timeout`` is
+    :data:`SEARCH_TIMEOUT`, in one round trip; raises StoreError when the server cancels it."""
     try:
         async with pipelined_transaction(conn):  # one round trip
             await conn.execute("SELECT set_config('statement_timeout', %s, true)",
                                (f"{max(1, round(SEARCH_TIMEOUT * 1000))}ms",))
-            cursor = await conn.execute(
-                f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
-                f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
-                {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
-            )
-        found = await cursor.fetchall()
+            cursor = await conn.execute(statement, args)
+        return await cursor.fetchall()
     except errors.QueryCanceled as exc:
         raise StoreError(
             f"full-text search was cancelled by PostgreSQL ({' '.join(str(exc).split())}; a"
             f" search may run {SEARCH_TIMEOUT:g} s): the server may be overloaded; try again,"
             " or search with fewer words"
         ) from exc
-    return [(make(r[:-1]), float(r[-1])) for r in found]
 
 
 async def rebuild(conn: Conn, where: str = "true") -> int:

@@ -47,10 +47,12 @@ from memvault.stores.base import (
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.passages import SearchPool
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
 from memvault.stores.postgres import graph as _graph
 from memvault.stores.postgres import messages as _messages
+from memvault.stores.postgres import pool as _pool
 from memvault.stores.postgres import purge as _purge
 from memvault.stores.postgres import records as _records
 from memvault.stores.postgres import retention as _retention
@@ -186,7 +188,7 @@ class PostgresStore(RowReads, PostgresGraph):
 
     # search
 
-    # search_messages and search_passages: RowReads
+    # search_messages and search_passages: RowReads; search_pool: PoolSearch
 
     async def _search(
         self, resource_id: str, query: str, thread_id: str | None, limit: int, make: Callable[[Any], _T]
@@ -196,6 +198,18 @@ class PostgresStore(RowReads, PostgresGraph):
         if match is None:
             return []
         return await self._db.read(_search.search, resource_id, match, thread_id, limit, make)
+
+    async def search_pool(
+        self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
+        message_range: int = 0,
+    ) -> SearchPool:
+        check_limit(limit)
+        check_query(MessageQuery(message_range=message_range))
+        match = _search.tsquery(query)
+        if match is None:
+            return SearchPool([], [], message_range=message_range)
+        return await self._db.read(_pool.search_pool, resource_id, query, match, thread_id, limit,
+                                   message_range)
 
     async def rebuild_search_index(self) -> int:
         return await self._db.read(_search.rebuild)

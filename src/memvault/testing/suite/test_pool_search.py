@@ -96,3 +96,25 @@ def test_any_query_marks_what_each_text_holds(store_factory: Any) -> None:
         _check_marks(pool, query)
 
     for_any_query(store_factory, setup, check, examples=200)
+
+
+LONG_WORD = "ж" * 700
+"""A word PostgreSQL cannot index written as its lexeme (1,400 bytes of UTF-8, 2,801 as hex)."""
+
+
+@pytest.mark.parametrize(("neighbour", "query"), [
+    ("中" * 300 + "文", "needle 中文"),  # the phrase past a word's 256th position
+    ("文 " + "x " * 17_000 + "中文", "needle 中文"),  # the phrase past position 16,383
+    ("zz " * 500_000 + "found", "needle found"),  # the word past what a tsvector holds (1.5 MB)
+    (f"a {LONG_WORD} b", f"needle {LONG_WORD}"),  # a word longer than an index entry
+], ids=["positions-per-word", "last-position", "vector-size", "word-size"])
+async def test_marks_hold_near_the_index_limits(memory: Memory, neighbour: str, query: str) -> None:
+    """A store marks by what the text holds, even where its index cannot tell (PostgreSQL's
+    ``tsvector`` keeps 256 positions of a word, none past 16,383, at most 1 MiB, and no
+    entry over 2 KiB): the read neighbour of the hit holds the query's second term."""
+    await memory.save_messages([Message.user("the needle", id="hit"), Message.user(neighbour, id="near")],
+                               thread_id="t1", resource_id=R)
+    pool = await _pools(memory).search_pool(R, query, limit=5, message_range=1)
+    assert [p.id for p, _ in pool.hits][:1] == ["hit"]
+    _check_marks(pool, query)
+    assert pool.marks[("t1", "near")][0] & 2
