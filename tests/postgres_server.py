@@ -69,3 +69,14 @@ async def drop_schema(url: str, schema: str) -> None:
 
     async with await psycopg.AsyncConnection.connect(conninfo(url), autocommit=True) as conn:
         await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def schemas_named(url: str, prefix: str) -> set[str]:
+    """The database's schemas whose names start with ``prefix`` and an underscore (what a
+    benchmark creates and must drop)."""
+    import psycopg
+
+    with psycopg.connect(conninfo(url)) as conn:
+        rows = conn.execute("SELECT schema_name FROM information_schema.schemata"
+                            " WHERE starts_with(schema_name, %s)", (prefix + "_",)).fetchall()
+    return {row[0] for row in rows}

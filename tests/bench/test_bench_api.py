@@ -14,21 +14,12 @@ pytest.importorskip("uvicorn", reason="the API benchmark needs the server extra"
 
 from memvault.bench import api
 from memvault.cli.app import app
-from postgres_server import conninfo, postgres_url
+from postgres_server import postgres_url, schemas_named
 
 LEVELS = (1, 3)
 REQUESTS, PROCESSES = 12, 2
 FIGURES = {"requests", "requests_per_s", "p50_ms", "p99_ms", "mean_ms", "client_cpu", "servers_cpu",
            "machine_cpu"}
-
-
-def _bench_schemas(url: str) -> set[str]:
-    import psycopg
-
-    with psycopg.connect(conninfo(url)) as conn:
-        rows = conn.execute("SELECT schema_name FROM information_schema.schemata "
-                            "WHERE schema_name LIKE 'bench_api_%'").fetchall()
-    return {row[0] for row in rows}
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +29,10 @@ def postgres() -> str:
 
 @pytest.fixture(scope="module")
 def result(postgres: str) -> dict[str, Any]:
-    before = _bench_schemas(postgres)
+    before = schemas_named(postgres, "bench_api")
     measured = api.run(postgres=postgres, concurrency=LEVELS, requests=REQUESTS, warmup=1,
                        processes=PROCESSES, seed_messages=10)
-    assert _bench_schemas(postgres) == before, "the benchmark's schemas were not dropped"
+    assert schemas_named(postgres, "bench_api") == before, "the benchmark's schemas were not dropped"
     return measured
 
 
@@ -91,11 +82,6 @@ def test_scale_out_and_targets_are_reported(result: dict[str, Any]) -> None:
         for route in set(api.ROUTES) - {"floor"}:
             assert isinstance(met[f"{name}.{route}.p50_within_3x_floor"], bool)
             assert isinstance(met[f"{name}.{route}.p50_under_10ms"], bool)
-
-
-def test_schema_is_replaced_not_added() -> None:
-    url = api._with_schema("postgresql://u@h:5432/db?schema=old&connect_timeout=3", "new")
-    assert url == "postgresql://u@h:5432/db?connect_timeout=3&schema=new"
 
 
 def test_cli_prints_json() -> None:

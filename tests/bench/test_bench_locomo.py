@@ -164,20 +164,13 @@ def test_over_postgresql_the_figures_are_sqlite_s_and_its_schemas_are_dropped(da
     """Each conversation in a fresh schema of the database, dropped afterwards. On data this
     small every match is a candidate on both stores (their own search scores differ), so
     recall's scoring from their pools ranks as on SQLite."""
-    import psycopg
-
-    from postgres_server import conninfo, postgres_url
+    from postgres_server import postgres_url, schemas_named
 
     url = postgres_url("the LoCoMo benchmark over PostgreSQL")
 
-    def schemas() -> set[str]:
-        with psycopg.connect(conninfo(url)) as conn:
-            return {row[0] for row in conn.execute(
-                "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'bench_locomo_%'")}
-
-    before = schemas()
+    before = schemas_named(url, "bench_locomo")
     over = locomo.run(data, conversations="0-1", ks=(1, 5), store=url)
-    assert schemas() == before
+    assert schemas_named(url, "bench_locomo") == before
     sqlite = locomo.run(data, conversations="0-1", ks=(1, 5))
     assert over["config"]["store"] == "postgresql"  # never the URL, which may hold a password
     for k in ("recall@1", "recall@5", "recall@10", "questions"):

@@ -109,6 +109,13 @@ def check_limit(limit: int, name: str = "limit", maximum: int = 10_000) -> None:
         raise ValidationError(f"{name} must be an integer from 1 to {maximum}, got {shown(limit)}")
 
 
+def check_pool_search(limit: int, message_range: int) -> None:
+    """Refuse a ``search_pool`` call's out-of-range ``limit`` or ``message_range``, as
+    ``search_messages`` and ``get_messages`` refuse them."""
+    check_limit(limit)
+    check_query(MessageQuery(message_range=message_range))
+
+
 def embedding_mismatch(stored: tuple[str, int], wanted: tuple[str, int | None]) -> str:
     """The message for vectors stored by another model (``wanted[1]`` is ``None`` when the new
     embedder has not said its dimensions yet)."""

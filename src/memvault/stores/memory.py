@@ -33,6 +33,7 @@ from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import (
     changed_thread,
     check_limit,
+    check_pool_search,
     check_query,
     embedding_mismatch,
     to_micros,
@@ -516,7 +517,7 @@ class InMemoryStore(GraphTables):
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
         message_range: int = 0,
     ) -> SearchPool:
-        check_query(MessageQuery(message_range=message_range))
+        check_pool_search(limit, message_range)
         hits = await self.search_passages(resource_id, query, thread_id=thread_id, limit=limit)
         terms = query_terms(searchable_query(query))
         by_thread: dict[str, list[str]] = {}

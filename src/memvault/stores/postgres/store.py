@@ -46,7 +46,7 @@ from memvault.stores.base import (
 )
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.common import check_limit, check_pool_search, check_query, saved_messages
 from memvault.stores.passages import SearchPool
 from memvault.stores.postgres import batch as _batch
 from memvault.stores.postgres import export as _export
@@ -203,8 +203,7 @@ class PostgresStore(RowReads, PostgresGraph):
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
         message_range: int = 0,
     ) -> SearchPool:
-        check_limit(limit)
-        check_query(MessageQuery(message_range=message_range))
+        check_pool_search(limit, message_range)
         match = _search.tsquery(query)
         if match is None:
             return SearchPool([], [], message_range=message_range)

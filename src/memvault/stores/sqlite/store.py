@@ -52,7 +52,7 @@ from memvault.stores.base import (
 )
 from memvault.stores.capabilities import Expired, TurnRead
 from memvault.stores.closing import refuses_when_closed
-from memvault.stores.common import check_limit, check_query, saved_messages
+from memvault.stores.common import check_limit, check_pool_search, check_query, saved_messages
 from memvault.stores.passages import SearchPool
 from memvault.stores.row_reads import RowReads
 from memvault.stores.sqlite import batch as _batch
@@ -295,8 +295,7 @@ class SqliteStore(RowReads, SqliteGraph):
         self, resource_id: str, query: str, *, thread_id: str | None = None, limit: int = 10,
         message_range: int = 0,
     ) -> SearchPool:
-        check_limit(limit)
-        check_query(MessageQuery(message_range=message_range))
+        check_pool_search(limit, message_range)
         groups = query_groups(query)
         if not groups:
             return SearchPool([], [], message_range=message_range)
