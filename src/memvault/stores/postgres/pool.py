@@ -35,6 +35,7 @@ from memvault.stores.postgres.search import (
     COLUMNS,
     MAX_LEXEME_BYTES,
     MAX_VECTOR_BYTES,
+    RANK,
     lexeme,
     quoted,
     timed_fetch,
@@ -69,7 +70,7 @@ def _statement(maskable: list[bool], thread: bool) -> str:
         "WITH hits AS MATERIALIZED (SELECT pk, thread_id, seq, score,"
         "  row_number() OVER (ORDER BY score DESC, created_us, pk) AS rank FROM"
         "  (SELECT m.pk, m.thread_id, m.seq, m.created_us,"
-        "    ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
+        f"    {RANK} AS score"
         f"   FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s) AS s),"
         " near AS (SELECT pk, score, rank FROM hits"
         f"  UNION ALL SELECT b.pk, NULL, NULL FROM hits AS h, LATERAL ({near}"

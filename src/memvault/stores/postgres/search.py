@@ -50,6 +50,9 @@ MAX_LEXEME_BYTES = 2047
 letters and digits is searchable up to 1,023 bytes of UTF-8)."""
 _PLAIN = re.compile(r"[a-wyz0-9][a-z0-9]*")
 """A token stored as it is: ASCII letters and digits, not starting with ``x``."""
+RANK = "ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1)"
+"""A hit's score: cover density, divided by 1 + log of the message's length (``%(query)s``:
+the :func:`tsquery`)."""
 MAX_VECTOR_BYTES = 900_000
 """A ``tsvector`` holds at most 1 MiB: a message's document stops at about this size (counted
 generously), so that saving a huge message never fails; only its words past it go unsearchable."""
@@ -127,7 +130,7 @@ async def search(
         where += " AND m.thread_id = %(thread)s"
     found = await timed_fetch(
         conn,
-        f"SELECT {COLUMNS}, ts_rank_cd(m.search, to_tsquery('simple', %(query)s), 1) AS score"
+        f"SELECT {COLUMNS}, {RANK} AS score"
         f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
         {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
     )
