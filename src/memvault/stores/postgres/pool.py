@@ -26,19 +26,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from memvault.rules.words import query_terms
 from memvault.stores import rows
 from memvault.stores.passages import Mark, Passage, SearchPool, mark_of
 from memvault.stores.postgres.db import Conn
-from memvault.stores.postgres.retention import VISIBLE, visible, visible_args
+from memvault.stores.postgres.retention import visible, visible_args
 from memvault.stores.postgres.search import (
     COLUMNS,
+    HIT_ORDER,
     MAX_LEXEME_BYTES,
     MAX_VECTOR_BYTES,
     RANK,
+    hits_where,
     lexeme,
-    quoted,
+    phrase,
     timed_fetch,
+    tsquery_of,
 )
 
 EXACT_CHARS = MAX_VECTOR_BYTES // 19
@@ -58,9 +60,6 @@ def _statement(maskable: list[bool], thread: bool) -> str:
     """The pool's statement: the rows read, each with its score and rank when it is a hit, and
     the bit mask of the terms its ``search`` column holds (bit ``i`` from ``%(t<i>)s``, for
     each term PostgreSQL can answer for: ``maskable[i]``)."""
-    where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
-    if thread:
-        where += " AND m.thread_id = %(thread)s"
     near = ("SELECT n.pk FROM messages AS n WHERE n.resource_id = %(resource)s AND n.thread_id = h.thread_id"
             f" AND {visible('n')}")
     bits = " + ".join(
@@ -71,7 +70,7 @@ def _statement(maskable: list[bool], thread: bool) -> str:
         "  row_number() OVER (ORDER BY score DESC, created_us, pk) AS rank FROM"
         "  (SELECT m.pk, m.thread_id, m.seq, m.created_us,"
         f"    {RANK} AS score"
-        f"   FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s) AS s),"
+        f"   FROM messages AS m WHERE {hits_where(thread)} ORDER BY {HIT_ORDER} LIMIT %(limit)s) AS s),"
         " near AS (SELECT pk, score, rank FROM hits"
         f"  UNION ALL SELECT b.pk, NULL, NULL FROM hits AS h, LATERAL ({near}"
         "   AND n.seq < h.seq ORDER BY n.seq DESC LIMIT %(range)s) AS b"
@@ -84,19 +83,18 @@ def _statement(maskable: list[bool], thread: bool) -> str:
 
 
 async def search_pool(
-    conn: Conn, resource_id: str, query: str, match: str, thread_id: str | None, limit: int,
+    conn: Conn, resource_id: str, terms: list[tuple[str, ...]], thread_id: str | None, limit: int,
     message_range: int,
 ) -> SearchPool:
-    """:class:`~memvault.stores.passages.SearchPool` of ``query`` (``match``: its
-    :func:`~.search.tsquery`), read in one statement; the terms are the query's
-    :func:`~memvault.rules.words.query_terms`, none left out."""
-    terms = query_terms(query)
-    args: dict[str, Any] = {**visible_args(resource_id), "query": match, "thread": thread_id, "limit": limit,
-                            "range": message_range}
+    """:class:`~memvault.stores.passages.SearchPool` of a query whose terms
+    (:func:`~memvault.rules.words.query_terms`, at least one) are ``terms``, none left out,
+    read in one statement."""
+    args: dict[str, Any] = {**visible_args(resource_id), "query": tsquery_of(terms), "thread": thread_id,
+                            "limit": limit, "range": message_range}
     maskable = [_maskable(term) for term in terms]
     for i, term in enumerate(terms):
         if maskable[i]:
-            args[f"t{i}"] = " <-> ".join(quoted(lexeme(word)) for word in term)
+            args[f"t{i}"] = phrase(term)
     found = await timed_fetch(conn, _statement(maskable, thread_id is not None), args)
     exact = EXACT_CHARS if all(maskable) else -1
     if any(len(term) > 1 for term in terms):
@@ -107,9 +105,10 @@ async def search_pool(
     for row in found:
         read = rows.passage(row[:-3])
         score, rank, mask = row[-3:]
-        threads.setdefault(read.thread_id or "", []).append(read)
+        name = read.thread_id or ""
+        threads.setdefault(name, []).append(read)
         text = read.text
-        marks[(read.thread_id or "", read.id)] = (
+        marks[(name, read.id)] = (
             (int(mask), len(text)) if len(text) <= exact else mark_of(text, terms))
         if rank is not None:
             hits.append((int(rank), read, float(score)))

@@ -33,7 +33,7 @@ from psycopg import errors
 
 from memvault.errors import StoreError
 from memvault.model import Message
-from memvault.rules.words import index_text, query_groups, stem, tokens
+from memvault.rules.words import index_text, query_terms, tokens
 from memvault.stores import rows
 from memvault.stores.postgres.db import Conn, pipelined_transaction
 from memvault.stores.postgres.retention import VISIBLE, visible_args
@@ -105,14 +105,22 @@ def _chunks(text: str, size: int = 65_536) -> Iterator[str]:
 
 def tsquery(query: str) -> str | None:
     """A ``to_tsquery('simple', ...)`` expression for any user string: one quoted phrase per
-    query group, joined by ``|``; ``None`` when the query has no words (it matches nothing)."""
-    phrases = dict.fromkeys(
-        " <-> ".join(quoted(lexeme(stem(word))) for word in group) for group in query_groups(query)
-    )
-    return " | ".join(phrases) or None
+    query term (:func:`~memvault.rules.words.query_terms`), joined by ``|``; ``None`` when the
+    query has no words (it matches nothing)."""
+    return tsquery_of(query_terms(query))
 
 
-def quoted(word: str) -> str:
+def tsquery_of(terms: list[tuple[str, ...]]) -> str | None:
+    """:func:`tsquery` of a query's terms (stemmed words and CJK phrases, each once)."""
+    return " | ".join(map(phrase, terms)) or None
+
+
+def phrase(term: tuple[str, ...]) -> str:
+    """A query term (stemmed words) as a tsquery operand: its quoted lexemes joined by ``<->``."""
+    return " <-> ".join(_quoted(lexeme(word)) for word in term)
+
+
+def _quoted(word: str) -> str:
     """A lexeme as a quoted tsquery operand."""
     # Lexemes are letters and digits; escaping anyway keeps any string a plain lexeme.
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -125,16 +133,24 @@ async def search(
     first, each row made into what ``make`` makes of it (:func:`~memvault.stores.rows.message`,
     :func:`~memvault.stores.rows.passage`) with its score; ties go to the older message. Raises
     StoreError after :data:`SEARCH_TIMEOUT`."""
-    where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
-    if thread_id is not None:
-        where += " AND m.thread_id = %(thread)s"
     found = await timed_fetch(
         conn,
         f"SELECT {COLUMNS}, {RANK} AS score"
-        f" FROM messages AS m WHERE {where} ORDER BY score DESC, m.created_us, m.pk LIMIT %(limit)s",
+        f" FROM messages AS m WHERE {hits_where(thread_id is not None)} ORDER BY {HIT_ORDER} LIMIT %(limit)s",
         {**visible_args(resource_id), "query": query, "thread": thread_id, "limit": limit},
     )
     return [(make(r[:-1]), float(r[-1])) for r in found]
+
+
+def hits_where(thread: bool) -> str:
+    """The condition on ``messages AS m`` a search's hits meet: the resource's unexpired
+    messages matching ``%(query)s`` (a :func:`tsquery`), and with ``thread`` in ``%(thread)s``."""
+    where = f"m.resource_id = %(resource)s AND m.search @@ to_tsquery('simple', %(query)s) AND {VISIBLE}"
+    return where + " AND m.thread_id = %(thread)s" if thread else where
+
+
+HIT_ORDER = "score DESC, m.created_us, m.pk"
+"""The hits' order: best :data:`RANK` first, ties to the older message, then the earlier saved."""
 
 
 async def timed_fetch(conn: Conn, statement: str, args: dict[str, Any]) -> list[Any]:

@@ -33,6 +33,7 @@ import psycopg
 
 from memvault.errors import ConfigurationError, StoreError, StoreOpenError
 from memvault.model import Message, State, Summary, Thread, ThreadPage, now
+from memvault.rules.words import query_terms
 from memvault.stores import rows
 from memvault.stores.base import (
     ALL_MESSAGES,
@@ -204,11 +205,10 @@ class PostgresStore(RowReads, PostgresGraph):
         message_range: int = 0,
     ) -> SearchPool:
         check_pool_search(limit, message_range)
-        match = _search.tsquery(query)
-        if match is None:
+        terms = query_terms(query)
+        if not terms:
             return SearchPool([], [], message_range=message_range)
-        return await self._db.read(_pool.search_pool, resource_id, query, match, thread_id, limit,
-                                   message_range)
+        return await self._db.read(_pool.search_pool, resource_id, terms, thread_id, limit, message_range)
 
     async def rebuild_search_index(self) -> int:
         return await self._db.read(_search.rebuild)
