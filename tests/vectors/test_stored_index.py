@@ -119,6 +119,43 @@ async def test_hits_are_exact_and_recall_at_10_against_brute_force_is_at_least_0
     assert found / (10 * len(queries)) >= 0.99
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), distinct=st.integers(1, 12), rows=st.integers(1, 90),
+       top_k=st.integers(1, 30), min_score=st.one_of(st.none(), st.floats(-1.0, 1.0)))
+async def test_hits_are_the_exact_order_s_first_top_k_even_with_ties(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, distinct: int, rows: int, top_k: int,
+    min_score: float | None,
+) -> None:
+    """Many messages share a vector (ties at every score): the hits made for the ``top_k``
+    best alone are the first ``top_k`` of all the hits in order (score, then thread and message
+    id), those scoring ``min_score`` or more; ``similarities`` gives every message its exact
+    score."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((distinct, DIMS)).astype(np.float32)
+    vectors = base[rng.integers(0, distinct, rows)]
+    store = await SqliteStore.open(tmp_path_factory.mktemp("ties") / "v.db")
+    try:
+        keys = await _fill(store, "ada", vectors)
+        index = StoredIndex(store, DIMS, oversample=1, min_candidates=1)
+        query = rng.standard_normal(DIMS).astype(np.float32)
+        unit = query / np.linalg.norm(query)
+        exact = (_unit(vectors) @ unit).tolist()
+        scores = await index.similarities(query, "ada", keys)
+        assert set(scores) == set(keys)
+        for key, score in zip(keys, exact, strict=True):
+            assert scores[key] == pytest.approx(score, abs=1e-6)
+        found = await store.embeddings_of("ada", keys)
+        every = index._rescored(found, unit, "ada", min_score)
+        assert index._rescored(found, unit, "ada", min_score, top_k) == every[:top_k]
+        order = [(-h.score, h.thread_id, h.message_id) for h in every]
+        assert order == sorted(order)
+        assert all(min_score is None or h.score >= min_score for h in every)
+        assert len(every) == sum(min_score is None or s >= min_score for s in
+                                 (h.score for h in index._rescored(found, unit, "ada", None)))
+    finally:
+        await store.close()
+
+
 async def test_a_thread_filter_searches_that_thread_only(store: Any) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((3000, DIMS)).astype(np.float32)

@@ -441,8 +441,8 @@ class SemanticIndex:
         """:meth:`similarities` from the store's float32 vectors (the lazy index's case)."""
         assert self.stored is not None
         vector = await self.query_vector(query)
-        hits = await self.stored.rescore(vector, resource_id, [(ref[0], ref[1]) for ref in refs])
-        return {MessageRef(hit.thread_id, hit.message_id or ""): hit.score for hit in hits}
+        found = await self.stored.similarities(vector, resource_id, refs)
+        return {MessageRef(*key): score for key, score in found.items()}
 
     async def query_vector(self, query: str) -> np.ndarray:
         """The query's unit-length embedding (cached for the last few queries), computed

@@ -236,8 +236,7 @@ class StoredIndex:
         work = self._dimensions * (partition.size if partition.coarse is None
                                    else min(partition.size, max(self.probe_rows, want)))
         keys = await self._run(partition, work, lambda: self._candidates(partition, query, thread_id, want))
-        hits = await self._rescore(query, resource_id, keys, min_score)
-        return hits[:top_k]
+        return await self._rescore(query, resource_id, keys, min_score, top_k)
 
     async def rescore(self, vector: Vector, resource_id: str,
                       keys: Sequence[tuple[str, str]]) -> list[VectorHit]:
@@ -247,12 +246,25 @@ class StoredIndex:
         validate.check_key(resource_id, "resource_id")
         return await self._rescore(query, resource_id, keys, None)
 
+    async def similarities(self, vector: Vector, resource_id: str,
+                           keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """:meth:`rescore`'s exact scores as a dict by ``(thread_id, message_id)``, in no order,
+        without making a hit for each (recall scores a few hundred messages a query this way)."""
+        query = validate.query_vector(vector, self._dimensions)
+        validate.check_key(resource_id, "resource_id")
+        if not keys:
+            return {}
+        found = await self.source.embeddings_of(resource_id, keys)
+        kept, scores = self._exact(found, query)
+        return dict(zip(kept, scores.tolist(), strict=True))
+
     async def _rescore(self, query: NDArray[np.float32], resource_id: str,
-                       keys: Sequence[tuple[str, str]], min_score: float | None) -> list[VectorHit]:
+                       keys: Sequence[tuple[str, str]], min_score: float | None,
+                       top_k: int | None = None) -> list[VectorHit]:
         if not keys:
             return []
         found = await self.source.embeddings_of(resource_id, keys)
-        return self._rescored(found, query, resource_id, min_score)
+        return self._rescored(found, query, resource_id, min_score, top_k)
 
     def _coarse_due(self, partition: QuantizedPartition) -> bool:
         """Whether the partition's lists must be (re)built, or dropped, before a search."""
@@ -309,21 +321,32 @@ class StoredIndex:
         mine = probed[partition.threads[probed] == partition.threads[rows[0]]]
         return mine if mine.size >= want else rows
 
-    def _rescored(self, found: list[tuple[str, str, bytes]], query: NDArray[np.float32],
-                  resource_id: str, min_score: float | None) -> list[VectorHit]:
+    def _exact(self, found: list[tuple[str, str, bytes]],
+               query: NDArray[np.float32]) -> tuple[list[tuple[str, str]], NDArray[np.float32]]:
+        """The usable rows' ``(thread_id, message_id)`` keys and their exact cosine scores."""
         matrix, usable = _unit_rows([blob for _, _, blob in found], self._dimensions)
-        if not matrix.shape[0]:
-            return []
-        scores = np.clip(matrix @ query, -1.0, 1.0).tolist()
-        kept = [row for row, ok in zip(found, usable.tolist(), strict=True) if ok]
+        kept = [(row[0], row[1]) for row, ok in zip(found, usable.tolist(), strict=True) if ok]
+        return kept, np.clip(matrix @ query, -1.0, 1.0)
+
+    def _rescored(self, found: list[tuple[str, str, bytes]], query: NDArray[np.float32],
+                  resource_id: str, min_score: float | None,
+                  top_k: int | None = None) -> list[VectorHit]:
+        """The hits, best first (ties by thread and message id): all, or the ``top_k`` best;
+        only those of ``top_k`` rank or better are made."""
+        kept, scores = self._exact(found, query)
+        chosen: Sequence[int] = range(len(kept))
+        if top_k is not None and len(kept) > top_k:  # the top_k-th score, and every tie of it
+            kth = -np.partition(-scores, top_k - 1)[top_k - 1]
+            chosen = np.flatnonzero(scores >= kth).tolist()
+        values = scores.tolist()
         hits = [
-            VectorHit(f"msg:{resource_id}:{thread_id}:{message_id}", score, resource_id,
-                      thread_id, message_id)
-            for (thread_id, message_id, _), score in zip(kept, scores, strict=True)
-            if min_score is None or score >= min_score
+            VectorHit(f"msg:{resource_id}:{kept[i][0]}:{kept[i][1]}", values[i], resource_id,
+                      kept[i][0], kept[i][1])
+            for i in chosen
+            if min_score is None or values[i] >= min_score
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.thread_id, hit.message_id or ""))
-        return hits
+        return hits[:top_k]
 
     # loading
 
