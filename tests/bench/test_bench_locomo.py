@@ -235,6 +235,17 @@ def test_unknown_embedder(data: Path) -> None:
         locomo.run(data, embedder="hash:x")
 
 
+def test_an_embedder_s_options_come_as_a_json_object(data: Path) -> None:
+    """``--embedder '{"model": ..., option: value}'`` is the dict spec ``Memory.open`` takes;
+    broken JSON, or an option the embedder lacks, is refused."""
+    spec = locomo.embedder_spec('{"model": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 8}')
+    assert spec == {"model": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 8}
+    with pytest.raises(ValidationError, match="not valid JSON"):
+        locomo.run(data, embedder='{"model": ')
+    with pytest.raises(ValidationError, match="unknown option 'nope'"):
+        locomo.run(data, embedder='{"model": "sentence-transformers/all-MiniLM-L6-v2", "nope": 1}')
+
+
 def test_parse_option() -> None:
     assert locomo.parse_option("top_k=10") == ("top_k", 10)
     assert locomo.parse_option("fusion=rrf") == ("fusion", "rrf")

