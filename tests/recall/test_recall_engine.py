@@ -83,14 +83,19 @@ async def test_top_k_defaults_to_five(memory: Memory) -> None:
 
 
 async def test_context_finds_the_answer_to_a_question(memory: Memory) -> None:
-    """The reply shares no word with the query; the question before it does."""
+    """The reply shares no word with the query; the question before it does. The answer comes
+    before the question: a question asked before is put back (``question_penalty``), and the
+    question's two neighbours tie on its words."""
     texts = [*FILLER[:4], "Where did you go hiking last weekend?", "Up Mount Tamalpais, the view was great!",
              *FILLER[4:]]
     await save_thread(memory, "t", texts)
     result = await recall(memory.recall_reader("ada"), thread_id=None, query="Where did she go hiking?",
                           options=RecallOptions(top_k=3, message_range=0))
-    assert hit_ids(result)[0] == "t-4"
-    assert "t-5" in hit_ids(result)
+    assert "t-5" in hit_ids(result)[:2]
+    assert hit_ids(result).index("t-5") < hit_ids(result).index("t-4")
+    unpenalised = await recall(memory.recall_reader("ada"), thread_id=None, query="Where did she go hiking?",
+                               options=RecallOptions(top_k=3, message_range=0, question_penalty=0))
+    assert hit_ids(unpenalised)[0] == "t-4" and "t-5" in hit_ids(unpenalised)
     alone = await recall(memory.recall_reader("ada"), thread_id=None, query="Where did she go hiking?",
                          options=RecallOptions(top_k=3, message_range=0, context_window=0))
     assert hit_ids(alone) == ["t-4"]

@@ -64,6 +64,7 @@ GRID: dict[str, tuple[Any, ...]] = {
     "feedback_weight": (0.0, 0.1),
     "thread_diversity": (0.0, 0.05),
     "neighbour_diversity": (0.0, 0.1),
+    "question_penalty": (0.0, 0.3, 0.6, 0.9),
 }
 """The recall-time constants searched, words only, in this order, each with its small grid
 (kept small: on two shared cores one scoring of a conversation takes seconds). Left at their
@@ -290,6 +291,10 @@ async def measure_cv(
         from memvault.recall.options import SCORED_VECTOR_WEIGHT
 
         start["vector_weight"] = SCORED_VECTOR_WEIGHT  # what None means with an embedder
+    if start.get("question_penalty", 0) is None:
+        from memvault.recall.options import question_penalty
+
+        start["question_penalty"] = question_penalty(base, scored=model is not None)
     fixed = {f.name: getattr(base, f.name) for f in dataclasses.fields(RecallOptions)
              if f.name not in grid and getattr(base, f.name) != f.default}
 

@@ -6,7 +6,8 @@
    matches, scored by meaning (:mod:`memvault.recall.vectors`); a vector search that fails is
    logged and skipped.
 3. Fusion (:mod:`memvault.recall.fusion`), the thread prior (:mod:`memvault.recall.threads`),
-   thresholds, the ``top_k`` best, spread over threads (:mod:`memvault.recall.diversity`).
+   earlier questions put back (:mod:`memvault.recall.questions`), thresholds, the ``top_k``
+   best, spread over threads (:mod:`memvault.recall.diversity`).
 4. Each hit with ``message_range`` neighbours, read from the store; the recalled messages,
    oldest first, without tool calls or results whose other half is not recalled too
    (:func:`memvault.rules.history.pair_tool_parts`), merged with the window
@@ -27,7 +28,13 @@ from memvault.recall import vectors
 from memvault.recall.diversity import diversify
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
 from memvault.recall.lexical import lexical_candidates, lexical_span
-from memvault.recall.options import MATCHED_VECTOR_WEIGHT, SCORED_VECTOR_WEIGHT, RecallOptions
+from memvault.recall.options import (
+    MATCHED_VECTOR_WEIGHT,
+    SCORED_VECTOR_WEIGHT,
+    RecallOptions,
+    question_penalty,
+)
+from memvault.recall.questions import penalise_questions
 from memvault.recall.reader import RecallReader
 from memvault.recall.threads import thread_prior
 from memvault.recall.types import (
@@ -128,7 +135,14 @@ async def recall(
     else:
         fused = weighted_fusion(sources, weights, options.normalization)
     fused = thread_prior(fused, options.thread_boost)
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], passages[item[0]].created_us, item[0]))
+
+    def order(item: tuple[Key, float]) -> tuple[float, int, Key]:
+        return -item[1], passages[item[0]].created_us, item[0]
+
+    ranked = sorted(fused.items(), key=order)
+    diverse = options.thread_diversity > 0 or options.neighbour_diversity > 0
+    ranked = penalise_questions(ranked, passages, question_penalty(options, vector_scorer is not None),
+                                len(ranked) if diverse else options.top_k, order)
     if ranked and options.relative_threshold > 0:
         floor = ranked[0][1] * options.relative_threshold
         ranked = [item for item in ranked if item[1] >= floor]

@@ -97,6 +97,12 @@ class RecallOptions:
       (default 3) best lexical candidates are added to the query, their context BM25 scaled to
       the query's best score and counted ``feedback_weight`` times. ``0`` turns it off.
 
+    - ``question_penalty`` (default ``None``: 0.9 words only, 0.5 with a
+      :class:`~memvault.recall.types.VectorScorer`, as ``Memory.recall`` has with an embedder):
+      a candidate's fused score ``* (1 - question_penalty * q)``, q the share of its sentences
+      that end with a question mark (:mod:`memvault.recall.questions`): a question asked
+      before is rarely the answer to the one asked now. ``0`` turns it off.
+
     **Fusion** of the lexical and vector rankings (when a vector search is given)
 
     - ``fusion="weighted"`` (the default): each source's scores are normalised (``normalization``:
@@ -163,6 +169,7 @@ class RecallOptions:
     thread_diversity: float = 0.0
     neighbour_diversity: float = 0.0
     feedback_weight: float = 0.0
+    question_penalty: float | None = None
     feedback_docs: int = 3
     feedback_terms: int = 10
 
@@ -204,6 +211,8 @@ class RecallOptions:
         _number("thread_diversity", self.thread_diversity, low=0.0, high=1.0)
         _number("neighbour_diversity", self.neighbour_diversity, low=0.0, high=1.0)
         _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
+        if self.question_penalty is not None:
+            _number("question_penalty", self.question_penalty, low=0.0, high=1.0)
         for name in ("min_lexical_score", "min_vector_score"):
             value = getattr(self, name)
             if value is not None:
@@ -216,6 +225,18 @@ SCORED_VECTOR_WEIGHT = 1.3
 """``vector_weight`` when ``None`` and every candidate gets a (smoothed) vector score."""
 MATCHED_VECTOR_WEIGHT = 0.3
 """``vector_weight`` when ``None`` and only the vector search's own matches have one."""
+WORDS_QUESTION_PENALTY = 0.9
+"""``question_penalty`` when ``None`` and no vector scorer: the folds' choice, words only."""
+SCORED_QUESTION_PENALTY = 0.5
+"""``question_penalty`` when ``None`` with a :class:`~memvault.recall.types.VectorScorer`."""
+
+
+def question_penalty(options: RecallOptions, scored: bool) -> float:
+    """``options.question_penalty``, or its default for recall with (``scored``) or without a
+    vector scorer."""
+    if options.question_penalty is not None:
+        return options.question_penalty
+    return SCORED_QUESTION_PENALTY if scored else WORDS_QUESTION_PENALTY
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
