@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memvault import Memory, Message
+from memvault.recall import RecallResult
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -57,3 +58,8 @@ FILLER = [
     "The train was late again today.",
     "We cooked a big pot of soup.",
 ]
+
+
+def hit_ids(result: RecallResult) -> list[str]:
+    """The ids of a recall's hits, best first."""
+    return [h.message.id for h in result.hits]

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from memvault import Memory, ValidationError
-from memvault.recall import MessageRef, RecallOptions, RecallResult, recall
+from memvault.recall import MessageRef, RecallOptions, recall
 from memvault.recall.types import VectorSearch
 
-from .conftest import BASE, FILLER, save_thread
+from .conftest import BASE, FILLER, hit_ids, save_thread
 
 TEA = "I love jasmine tea in the afternoon."
 
@@ -24,9 +24,6 @@ async def _ada(memory: Memory) -> None:
     await save_thread(memory, "old", [*FILLER[:3], TEA, *FILLER[3:]], start=BASE - timedelta(days=30))
     await save_thread(memory, "now", [*FILLER[4:], "What should I drink later?"])
 
-
-def hit_ids(result: RecallResult) -> list[str]:
-    return [h.message.id for h in result.hits]
 
 
 async def test_finds_an_older_message_of_another_thread(memory: Memory) -> None:
@@ -518,11 +515,11 @@ async def test_a_scorer_without_a_search_is_not_asked(memory: Memory) -> None:
 
 
 def test_vector_weight_defaults_depend_on_the_scorer() -> None:
-    from memvault.recall.engine import _vector_weight
+    from memvault.recall.options import vector_weight
 
-    assert _vector_weight(RecallOptions(), TableScorer({})) == 1.3
-    assert _vector_weight(RecallOptions(), None) == 0.3
-    assert _vector_weight(RecallOptions(vector_weight=2.0), TableScorer({})) == 2.0
+    assert vector_weight(RecallOptions(), scored=True) == 1.3
+    assert vector_weight(RecallOptions(), scored=False) == 0.3
+    assert vector_weight(RecallOptions(vector_weight=2.0), scored=True) == 2.0
 
 
 async def test_memory_options_give_the_default_recall_options() -> None:

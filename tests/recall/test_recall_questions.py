@@ -11,18 +11,15 @@ from hypothesis import strategies as st
 
 from memvault import Memory, Message
 from memvault.errors import ValidationError
-from memvault.recall import RecallOptions, RecallResult, recall
+from memvault.recall import RecallOptions, recall
 from memvault.recall.questions import penalise_questions, question_share
 from memvault.rules.words import fold_text
 from memvault.stores.passages import Passage
 
-from .conftest import FILLER, save_thread
+from .conftest import FILLER, hit_ids, save_thread
 
 Key = tuple[str, str]
 
-
-def hit_ids(result: RecallResult) -> list[str]:
-    return [hit.message.id for hit in result.hits]
 
 
 @pytest.mark.parametrize(("text", "share"), [

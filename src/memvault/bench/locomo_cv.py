@@ -49,6 +49,7 @@ from memvault.bench.locomo import (
 )
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
+from memvault.recall.options import question_penalty, vector_weight
 from memvault.recall.reader import RecallReader
 from memvault.stores.passages import Passage, SearchPool
 
@@ -288,12 +289,8 @@ async def measure_cv(
     start = {name: embed_context if name == "embed_context" else getattr(base, name) for name in grid}
     contexts = list(dict.fromkeys([embed_context, *grid.get("embed_context", ())]))
     if model is not None and start.get("vector_weight", 0) is None:
-        from memvault.recall.options import SCORED_VECTOR_WEIGHT
-
-        start["vector_weight"] = SCORED_VECTOR_WEIGHT  # what None means with an embedder
+        start["vector_weight"] = vector_weight(base, scored=True)  # what None means with an embedder
     if start.get("question_penalty", 0) is None:
-        from memvault.recall.options import question_penalty
-
         start["question_penalty"] = question_penalty(base, scored=model is not None)
     fixed = {f.name: getattr(base, f.name) for f in dataclasses.fields(RecallOptions)
              if f.name not in grid and getattr(base, f.name) != f.default}

@@ -28,12 +28,7 @@ from memvault.recall import vectors
 from memvault.recall.diversity import diversify
 from memvault.recall.fusion import reciprocal_rank_fusion, weighted_fusion
 from memvault.recall.lexical import lexical_candidates, lexical_span
-from memvault.recall.options import (
-    MATCHED_VECTOR_WEIGHT,
-    SCORED_VECTOR_WEIGHT,
-    RecallOptions,
-    question_penalty,
-)
+from memvault.recall.options import RecallOptions, question_penalty, vector_weight
 from memvault.recall.questions import penalise_questions
 from memvault.recall.reader import RecallReader
 from memvault.recall.threads import thread_prior
@@ -129,7 +124,7 @@ async def recall(
     passages = candidates.passages
 
     sources = {"lexical": candidates.lexical, "vector": candidates.vector}
-    weights = {"lexical": options.lexical_weight, "vector": _vector_weight(options, vector_scorer)}
+    weights = {"lexical": options.lexical_weight, "vector": vector_weight(options, vector_scorer is not None)}
     if options.fusion == "rrf":
         fused = reciprocal_rank_fusion(sources, weights, k=options.rrf_k)
     else:
@@ -198,12 +193,6 @@ async def _read_matches(reader: RecallReader, matched: dict[Key, float], reach: 
         wanted.setdefault(name, []).append(message_id)
     if wanted:
         await reader.passages(wanted, reach)
-
-
-def _vector_weight(options: RecallOptions, scorer: VectorScorer | None) -> float:
-    if options.vector_weight is not None:
-        return options.vector_weight
-    return SCORED_VECTOR_WEIGHT if scorer is not None else MATCHED_VECTOR_WEIGHT
 
 
 async def _scored(

@@ -231,6 +231,14 @@ SCORED_QUESTION_PENALTY = 0.5
 """``question_penalty`` when ``None`` with a :class:`~memvault.recall.types.VectorScorer`."""
 
 
+def vector_weight(options: RecallOptions, scored: bool) -> float:
+    """``options.vector_weight``, or its default for recall with (``scored``) or without a
+    vector scorer."""
+    if options.vector_weight is not None:
+        return options.vector_weight
+    return SCORED_VECTOR_WEIGHT if scored else MATCHED_VECTOR_WEIGHT
+
+
 def question_penalty(options: RecallOptions, scored: bool) -> float:
     """``options.question_penalty``, or its default for recall with (``scored``) or without a
     vector scorer."""

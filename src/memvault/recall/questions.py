@@ -81,4 +81,4 @@ def penalise_questions(
             heapq.heapreplace(best, penalised)
         index += 1
     done.sort(key=order)
-    return done[:needed] + sorted([*done[needed:], *ranked[index:]], key=order)
+    return [*done[:needed], *heapq.merge(done[needed:], ranked[index:], key=order)]  # both sorted
