@@ -30,6 +30,9 @@ from memvault.errors import (
     ValidationError,
 )
 from memvault.extras import import_optional
+from memvault.native import load_shared_cxx_runtime
+
+load_shared_cxx_runtime()  # before anything loads usearch: see memvault.native
 
 if TYPE_CHECKING:
     from memvault.llm.openai import OpenAIChatModel

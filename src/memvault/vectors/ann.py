@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memvault.errors import MissingExtraError, ValidationError
+from memvault.native import load_shared_cxx_runtime
 from memvault.vectors import validate
 from memvault.vectors.exact import INLINE_WORK, ExactIndex
 from memvault.vectors.partition import Keys, Partition, Rows, similarities
@@ -56,6 +57,7 @@ Quantization = Literal["f32", "f16", "bf16", "i8"]
 
 
 def _usearch_index() -> type[Index]:
+    load_shared_cxx_runtime()
     try:
         from usearch.index import Index
     except ImportError:
