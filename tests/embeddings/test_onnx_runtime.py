@@ -51,7 +51,7 @@ SAME = 1e-5
 def cache(tmp_path_factory: pytest.TempPathFactory, offline: None) -> Path:
     """An export cache of the module's own, filled once by the real exporter (about 15 s)."""
     folder = tmp_path_factory.mktemp("onnx-cache")
-    onnx_runtime.ensure_exported(MODEL, cache=folder)
+    onnx_runtime.ensure_exported(MODEL, onnx_runtime.export_folder(MODEL, folder))
     return folder
 
 

