@@ -1,0 +1,178 @@
+"""Experiment (issue 15): score a message by meaning from its sentences as well as from its whole text.
+
+Not a feature of memvault yet: this script measures what it would buy before the store holds
+sentence vectors. For each LoCoMo development conversation it ingests a SQLite store with
+all-MiniLM-L6-v2 (the shipped pipeline), embeds every turn's sentences (split after ``.``,
+``!``, ``?`` and before an ``[image: ...]`` caption, each prefixed with the speaker's name, as
+``embedding_text`` does), and replaces the semantic index's ``similarities`` (the scorer recall
+uses for every candidate) by::
+
+    (1 - lam) * cos(query, message) + lam * max over the message's sentences of cos(query, sentence)
+
+(a message of one sentence keeps its own similarity). The vector search's own matches, the
+smoothing over neighbours, the fusion and every other constant are the shipped ones. Each
+``lam`` of the grid is scored on every question; then leave-one-conversation-out: each fold
+picks ``lam`` on four conversations (mean R@10 over their questions, then R@5; a value moves
+only on a strict gain, from ``lam`` 0, the shipped behaviour) and is judged on the fifth, as
+``memvault bench locomo --cv`` does. Prints JSON.
+
+    .venv/bin/python scripts/experiment_sentence_similarity.py \
+        --data ../shared/data/locomo-dev/locomo_dev.json --lam 0,0.3,0.5,0.7,1.0
+
+It patches a private attribute of ``Memory`` (``_start``, the semantic index): an experiment's
+harness, not an example of the API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memvault import Memory
+from memvault.bench.locomo import Conversation, embedder_spec, ingest, load, parse_conversation
+from memvault.embeddings import resolve_embedder
+from memvault.embeddings.cache import CachedEmbedder
+from memvault.recall import RecallOptions
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+KS = (5, 10, 25)
+_SPLIT = re.compile(r"(?<=[.!?])\s+|\s*\[image: ")
+Answer = tuple[str, int, dict[int, float]]
+"""One question's (conversation, category, recall@k by k)."""
+
+
+def sentences(speaker: str, text: str) -> list[str]:
+    """A turn's sentences (its image caption one more), each as ``"speaker: sentence"``."""
+    parts = (p.strip().rstrip("]") for p in _SPLIT.split(text) if p and p.strip())
+    return [f"{speaker}: {p}" for p in parts if len(p) > 1]
+
+
+async def sentence_vectors(model: CachedEmbedder, conversation: Conversation) -> dict[tuple[str, str], Any]:
+    owners, texts = [], []
+    for session in conversation.sessions:
+        for turn in session.turns:
+            key = (f"session-{session.number}", turn.dia_id.replace(":", "-"))
+            for sentence in sentences(turn.speaker, turn.text):
+                owners.append(key)
+                texts.append(sentence)
+    vectors = await model.embed(texts)
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for key, vector in zip(owners, vectors, strict=True):
+        grouped.setdefault(key, []).append(vector)
+    return {key: np.stack(found) for key, found in grouped.items() if len(found) > 1}
+
+
+def blend(semantic: Any, by_key: dict[tuple[str, str], Any], lam: float) -> Any:
+    """The semantic index's ``similarities``, blended with each message's best sentence."""
+    whole = type(semantic).similarities
+
+    async def similarities(query: str, resource_id: str, refs: Any) -> Any:
+        found = await whole(semantic, query, resource_id, refs)
+        if lam == 0:
+            return found
+        vector = await semantic.query_vector(query)
+        out = {}
+        for ref, similarity in found.items():
+            own = by_key.get((ref[0], ref[1]))
+            best = similarity if own is None else float((own @ vector).max())
+            out[ref] = (1 - lam) * similarity + lam * best
+        return out
+
+    return similarities
+
+
+async def score(data: str, lams: list[float], folder: Path) -> dict[float, list[Answer]]:
+    model = CachedEmbedder(resolve_embedder(embedder_spec(MODEL)), max_entries=200_000, ttl=None)
+    answers: dict[float, list[Answer]] = {lam: [] for lam in lams}
+    for raw in load(data):
+        conversation = parse_conversation(raw)
+        memory = await Memory.open(f"sqlite:///{folder / (conversation.sample_id + '.db')}", embedder=model)
+        try:
+            await ingest(memory, conversation)
+            await memory.flush()
+            by_key = await sentence_vectors(model, conversation)
+            semantic = await memory._start()
+            assert semantic is not None
+            for lam in lams:
+                semantic.similarities = blend(semantic, by_key, lam)  # type: ignore[method-assign]
+                options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False)
+                for question in conversation.questions:
+                    result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
+                                                 options=options)
+                    hits = [h.message.metadata.get("dia_id") for h in result.hits]
+                    evidence = set(question.evidence)
+                    answers[lam].append((conversation.sample_id, question.category,
+                                         {k: len(evidence & set(hits[:k])) / len(evidence) for k in KS}))
+        finally:
+            await memory.close()
+    return answers
+
+
+def _mean(rows: list[Answer], k: int) -> float:
+    return 100.0 * statistics.fmean(r[2][k] for r in rows) if rows else 0.0
+
+
+def folds(answers: dict[float, list[Answer]], start: float) -> dict[str, Any]:
+    conversations = list(dict.fromkeys(r[0] for r in answers[start]))
+    table: list[dict[str, Any]] = []
+    pooled = []
+    for held in conversations:
+        def objective(lam: float, held: str = held) -> tuple[float, float]:
+            train = [r for r in answers[lam] if r[0] != held]
+            return round(_mean(train, 10), 9), round(_mean(train, 5), 9)
+
+        chosen = start
+        for lam in answers:
+            if objective(lam) > objective(chosen):
+                chosen = lam
+        out = [r for r in answers[chosen] if r[0] == held]
+        base = [r for r in answers[start] if r[0] == held]
+        pooled += [(r, b) for r, b in zip(out, base, strict=True)]
+        table.append({"held_out": held, "questions": len(out), "chosen_lam": chosen,
+                      "r5": round(_mean(out, 5), 2), "r10": round(_mean(out, 10), 2),
+                      "shipped_r5": round(_mean(base, 5), 2), "shipped_r10": round(_mean(base, 10), 2)})
+    categories = {}
+    for category in sorted({r[1] for r, _ in pooled}):
+        chosen_rows = [r for r, _ in pooled if r[1] == category]
+        base_rows = [b for r, b in pooled if r[1] == category]
+        categories[category] = {
+            "questions": len(chosen_rows),
+            "r5": round(_mean(chosen_rows, 5), 2), "r10": round(_mean(chosen_rows, 10), 2),
+            "shipped_r5": round(_mean(base_rows, 5), 2), "shipped_r10": round(_mean(base_rows, 10), 2),
+        }
+    return {
+        "folds": table,
+        "fold_means": {name: round(statistics.fmean(f[name] for f in table), 2)
+                       for name in ("r5", "r10", "shipped_r5", "shipped_r10")},
+        "held_out_by_category": categories,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--lam", default="0,0.3,0.5,0.7,1.0",
+                        help="the grid of lam, comma-separated (0 is always in it)")
+    args = parser.parse_args()
+    lams = [float(x) for x in args.lam.split(",")]
+    if 0.0 not in lams:
+        lams.insert(0, 0.0)
+    with tempfile.TemporaryDirectory(prefix="memvault-sentences-") as folder:
+        answers = asyncio.run(score(args.data, lams, Path(folder)))
+    everything = {str(lam): {f"r{k}": round(_mean(rows, k), 2) for k in KS} | {
+        f"category_{c}_r10": round(_mean([r for r in rows if r[1] == c], 10), 2)
+        for c in sorted({r[1] for r in rows})} for lam, rows in answers.items()}
+    print(json.dumps({"experiment": "sentence-similarity", "model": MODEL,
+                      "all_five": everything, "cv": folds(answers, 0.0)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
