@@ -14,7 +14,9 @@ smoothing over neighbours, the fusion and every other constant are the shipped o
 ``lam`` of the grid is scored on every question; then leave-one-conversation-out: each fold
 picks ``lam`` on four conversations (mean R@10 over their questions, then R@5; a value moves
 only on a strict gain, from ``lam`` 0, the shipped behaviour) and is judged on the fifth, as
-``memvault bench locomo --cv`` does. Prints JSON.
+``memvault bench locomo --cv`` does. Prints JSON. ``--search-sentences``: the vector search
+also finds the ``top_k`` messages whose best sentence is closest (by default it searches whole
+messages only, as shipped).
 
     .venv/bin/python scripts/experiment_sentence_similarity.py \
         --data ../shared/data/locomo-dev/locomo_dev.json --lam 0,0.3,0.5,0.7,1.0
@@ -41,6 +43,7 @@ from memvault.bench.locomo import Conversation, embedder_spec, ingest, load, par
 from memvault.embeddings import resolve_embedder
 from memvault.embeddings.cache import CachedEmbedder
 from memvault.recall import RecallOptions
+from memvault.recall.types import MessageRef
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 KS = (5, 10, 25)
@@ -89,7 +92,29 @@ def blend(semantic: Any, by_key: dict[tuple[str, str], Any], lam: float) -> Any:
     return similarities
 
 
-async def score(data: str, lams: list[float], folder: Path) -> dict[float, list[Answer]]:
+def sentence_search(semantic: Any, by_key: dict[tuple[str, str], Any]) -> Any:
+    """The semantic index's ``search``, its matches joined by the ``top_k`` messages (of several
+    sentences) whose best sentence is closest to the query (found both ways: once, best score)."""
+    whole = type(semantic).search
+    keys = list(by_key)
+    matrix = np.concatenate([by_key[key] for key in keys])
+    starts = np.cumsum([0] + [len(by_key[key]) for key in keys[:-1]])
+
+    async def search(query: str, resource_id: str, thread_id: str | None, top_k: int) -> Any:
+        found = dict(await whole(semantic, query, resource_id, thread_id, top_k))
+        best = np.maximum.reduceat(matrix @ await semantic.query_vector(query), starts)
+        for i in np.argsort(-best)[:top_k]:
+            ref = MessageRef(*keys[i])
+            if thread_id is None or ref.thread_id == thread_id:
+                found[ref] = max(found.get(ref, -1.0), float(best[i]))
+        return list(found.items())
+
+    return search
+
+
+async def score(
+    data: str, lams: list[float], folder: Path, search: bool = False
+) -> dict[float, list[Answer]]:
     model = CachedEmbedder(resolve_embedder(embedder_spec(MODEL)), max_entries=200_000, ttl=None)
     answers: dict[float, list[Answer]] = {lam: [] for lam in lams}
     for raw in load(data):
@@ -101,6 +126,8 @@ async def score(data: str, lams: list[float], folder: Path) -> dict[float, list[
             by_key = await sentence_vectors(model, conversation)
             semantic = await memory._start()
             assert semantic is not None
+            if search:
+                semantic.search = sentence_search(semantic, by_key)  # type: ignore[method-assign]
             for lam in lams:
                 semantic.similarities = blend(semantic, by_key, lam)  # type: ignore[method-assign]
                 options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False)
@@ -161,16 +188,19 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--lam", default="0,0.3,0.5,0.7,1.0",
                         help="the grid of lam, comma-separated (0 is always in it)")
+    parser.add_argument("--search-sentences", action="store_true",
+                        help="the vector search also finds the messages whose best sentence is closest")
     args = parser.parse_args()
     lams = [float(x) for x in args.lam.split(",")]
     if 0.0 not in lams:
         lams.insert(0, 0.0)
     with tempfile.TemporaryDirectory(prefix="memvault-sentences-") as folder:
-        answers = asyncio.run(score(args.data, lams, Path(folder)))
+        answers = asyncio.run(score(args.data, lams, Path(folder), args.search_sentences))
     everything = {str(lam): {f"r{k}": round(_mean(rows, k), 2) for k in KS} | {
         f"category_{c}_r10": round(_mean([r for r in rows if r[1] == c], 10), 2)
         for c in sorted({r[1] for r in rows})} for lam, rows in answers.items()}
     print(json.dumps({"experiment": "sentence-similarity", "model": MODEL,
+                      "search_sentences": args.search_sentences,
                       "all_five": everything, "cv": folds(answers, 0.0)}, indent=1))
 
 

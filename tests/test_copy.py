@@ -27,7 +27,7 @@ from memvault import Memory, MemoryOptions, Message, WorkingMemoryOptions
 from memvault.cli.app import app
 from memvault.errors import ConfigurationError
 from memvault.model import DataPart, ImagePart, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from memvault.stores.capabilities import ExportStore
+from memvault.stores.capabilities import ExportStore, supports_sentence_vectors
 from memvault.transfer.copier import CopyProgress, CopyReport, Digest, copy_store, digest, threads_of
 
 MODEL = ("test/embedder", 3)
@@ -84,6 +84,7 @@ async def fill(memory: Memory) -> None:
     rows = [("ada", "t1", m.id, np.array([i, i + 0.5, -i], dtype=np.float32).tobytes())
             for i, m in enumerate(ada[:-1])]
     rows.append(("ada", "t1", ada[-1].id, b""))  # a message with nothing to embed
+    rows[0] = (*rows[0], np.array([1, 0, 0, 0, 1, 0], dtype="<f2").tobytes())  # its sentences' vectors
     assert await memory.store.save_embeddings(*MODEL, rows) == len(ada)
 
 
@@ -114,6 +115,12 @@ async def snapshot(memory: Memory) -> dict[str, Any]:
         }
     vectors = await store.load_embeddings()
     out["vectors"] = sorted((r, t, m, v.hex()) for _, r, t, m, v in vectors)
+    assert supports_sentence_vectors(store)
+    keys: dict[str, list[tuple[str, str]]] = {}
+    for _, r, t, m, _ in vectors:
+        keys.setdefault(r, []).append((t, m))
+    out["sentences"] = sorted([(r, t, m, blob.hex()) for r, found in keys.items()
+                               for t, m, blob in await store.sentence_embeddings_of(r, found)])
     return out
 
 
@@ -215,6 +222,7 @@ async def test_copy_between_in_memory_and_sqlite(tmp_path: Path) -> None:
         report = await copy_store(source, target, progress=events.append)
         assert report.ok and report.copied["messages"] == 38
         assert await snapshot(target) == await snapshot(source)
+        assert len((await snapshot(target))["sentences"]) == 1  # the sentences' vectors came too
         back = await Memory.open("memory://")
         assert (await copy_store(target, back)).ok
         assert await snapshot(back) == await snapshot(source)

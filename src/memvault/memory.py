@@ -127,7 +127,7 @@ class Memory:
             resolved = resolve_embedder(embedder)
             self.semantic = _semantic_index(require_embeddings(store), resolved, vector_index,
                                             self.options.recall.author_key,
-                                            self.options.embed_context)
+                                            self.options.embed_context, self.options.embed_sentences)
 
     @classmethod
     async def open(
@@ -926,16 +926,18 @@ def _json(value: Any, name: str = "state value") -> Any:
 
 def _semantic_index(
     store: Any, embedder: Any, vector_index: VectorIndex | None, author_key: str,
-    embed_context: int = 0,
+    embed_context: int = 0, embed_sentences: bool = True,
 ) -> SemanticIndex:
     """The semantic index (loaded only with an embedder: it needs numpy, which the embedder
     extras install). Messages are embedded at save time with their author's name under
-    ``author_key`` (``MemoryOptions.recall.author_key``), the key lexical recall reads too, and
-    ``embed_context`` earlier messages of their thread (``MemoryOptions.embed_context``)."""
+    ``author_key`` (``MemoryOptions.recall.author_key``), the key lexical recall reads too,
+    ``embed_context`` earlier messages of their thread (``MemoryOptions.embed_context``), and
+    their sentences (``MemoryOptions.embed_sentences``)."""
     semantic = import_optional("memvault.recall.semantic", "recall by meaning (an embedder)", "embeddings",
                                needs=("numpy",))
     index: SemanticIndex = semantic.SemanticIndex(store, embedder, vector_index, author_key=author_key,
-                                                  embed_context=embed_context)
+                                                  embed_context=embed_context,
+                                                  embed_sentences=embed_sentences)
     return index
 
 

@@ -77,6 +77,7 @@ VECTOR_GRID: dict[str, tuple[Any, ...]] = {
     "vector_weight": (0.8, 1.0, 1.3, 1.6),
     "vector_context_window": (1, 2, 3),
     "vector_candidates": (25, 50, 100),
+    "sentence_weight": (0.0, 0.3, 0.5, 0.7, 1.0),
 }
 """Searched too when an embedder is given. ``embed_context`` is
 :attr:`memvault.MemoryOptions.embed_context`, not a recall option: it changes what is embedded,

@@ -218,7 +218,8 @@ async def _scored(
     around.update(matched)
     around.update(vectors.neighbourhoods(vector_reads, pool - set(around), window, read))
     smoothed = await vectors.scored(scorer, query, resource_id, around, options.vector_context_decay,
-                                    warnings, minimum=options.min_vector_score)
+                                    warnings, minimum=options.min_vector_score,
+                                    sentence_weight=options.sentence_weight)
     if smoothed is None:
         return candidates.vector, {}
     by_key = {(name, p.id): p for name, read in vector_reads.items() for p in read}

@@ -120,6 +120,13 @@ class RecallOptions:
     - ``fusion="rrf"``: reciprocal rank fusion, ``sum(weight / (rrf_k + rank))`` with rank 1
       for a source's best message (``rrf_k`` default 60, the usual constant).
     - ``vector_candidates`` (default 50): how many messages the vector search is asked for.
+    - ``sentence_weight`` (default 0.5): with a scorer that knows each message's sentences
+      (``Memory.recall`` with an embedder, on a store that keeps them:
+      :mod:`memvault.recall.sentences`), a message's similarity is
+      ``(1 - sentence_weight) * its own + sentence_weight * its best sentence's`` before the
+      smoothing, so that a long turn is found by the one sentence that answers. Messages of one
+      sentence keep their own. Cross-validated on LoCoMo with all-MiniLM-L6-v2 over 0, 0.3,
+      0.5, 0.7 and 1: every fold chose 0.5 (docs/benchmarks.md). ``0`` turns it off.
 
     Why these defaults: on LoCoMo (5 conversations, 996 questions) with all-MiniLM-L6-v2 the
     words with their context find far more (recall@5 70.6) than the vectors alone (36.7).
@@ -181,6 +188,7 @@ class RecallOptions:
     vector_context_decay: float = 0.5
     rrf_k: int = 60
     vector_candidates: int = 50
+    sentence_weight: float = 0.5
 
     min_lexical_score: float | None = None
     min_vector_score: float | None = None
@@ -211,6 +219,7 @@ class RecallOptions:
         _number("thread_diversity", self.thread_diversity, low=0.0, high=1.0)
         _number("neighbour_diversity", self.neighbour_diversity, low=0.0, high=1.0)
         _number("relative_threshold", self.relative_threshold, low=0.0, high=1.0)
+        _number("sentence_weight", self.sentence_weight, low=0.0, high=1.0)
         if self.question_penalty is not None:
             _number("question_penalty", self.question_penalty, low=0.0, high=1.0)
         for name in ("min_lexical_score", "min_vector_score"):

@@ -47,9 +47,10 @@ import numpy as np
 from memvault.embeddings.base import probe
 from memvault.errors import ConfigurationError
 from memvault.model import Message, TextPart, ToolResultPart
+from memvault.recall.sentences import best_similarity, pack, sentence_texts
 from memvault.recall.types import MessageRef, VectorMatch
 from memvault.stores.base import MessageQuery
-from memvault.stores.capabilities import EmbeddingStore
+from memvault.stores.capabilities import EmbeddingStore, VectorRow, supports_sentence_vectors
 from memvault.stores.common import embedding_mismatch
 from memvault.vectors.base import VectorIndex, VectorItem
 from memvault.vectors.stored import StoredIndex, VectorSource
@@ -95,12 +96,17 @@ CONTEXT_CHARS = 500
 
 
 def _own_text(message: Message, author_key: str) -> str:
+    text, name = _text_and_author(message, author_key)
+    return f"{name}: {text}" if text and name else text
+
+
+def _text_and_author(message: Message, author_key: str) -> tuple[str, str | None]:
+    """The message's text parts and tool results' text, one a line, and its author's name."""
     chunks = [p.text for p in message.parts if isinstance(p, TextPart)]
     chunks += [p.output for p in message.parts
                if isinstance(p, ToolResultPart) and isinstance(p.output, str)]
-    text = "\n".join(c for c in chunks if c.strip())
     name = message.metadata.get(author_key)
-    return f"{name}: {text}" if text and isinstance(name, str) and name.strip() else text
+    return "\n".join(c for c in chunks if c.strip()), name if isinstance(name, str) and name.strip() else None
 
 
 def recorded_model(model: str, embed_context: int) -> str:
@@ -130,6 +136,7 @@ class SemanticIndex:
         query_timeout: float | None = 10.0,
         author_key: str = "name",
         embed_context: int = 0,
+        embed_sentences: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -147,6 +154,9 @@ class SemanticIndex:
         self.embed_context = embed_context
         """How many earlier messages of its thread are embedded with each message
         (:func:`embedding_text`; :attr:`memvault.MemoryOptions.embed_context`)."""
+        self.embed_sentences = bool(embed_sentences) and supports_sentence_vectors(store)
+        """Whether each message's sentences are embedded and stored beside it
+        (:mod:`memvault.recall.sentences`): asked for, and the store keeps them."""
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cursor = 0  # the highest stored-vector cursor loaded into the index
         self._queue: list[tuple[Message, bool]] = []  # (message, whether its followers re-embed)
@@ -279,7 +289,11 @@ class SemanticIndex:
         else:
             texts = [embedding_text(m, self.author_key) for m in messages]
         wanted = [i for i, text in enumerate(texts) if text]
-        vectors = await self.embedder.embed([texts[i] for i in wanted]) if wanted else None
+        parts = [sentence_texts(*_text_and_author(m, self.author_key)) if self.embed_sentences else []
+                 for m in messages]
+        extra = [text for found in parts for text in found]
+        everything = await self.embedder.embed([texts[i] for i in wanted] + extra) if wanted else None
+        vectors = everything[:len(wanted)] if everything is not None else None
         blobs = [b""] * len(messages)
         if vectors is not None:
             for row, i in enumerate(wanted):
@@ -289,9 +303,16 @@ class SemanticIndex:
             return 0
         index = self._ensure_index(dimensions)
         keys = [_key(m) for m in messages]
-        stored = await self.store.save_embeddings(
-            self.model, dimensions, [(*k, b) for k, b in zip(keys, blobs, strict=True)]
-        )
+        rows: list[VectorRow] = [(*k, b) for k, b in zip(keys, blobs, strict=True)]
+        if self.embed_sentences:
+            start = len(wanted)
+            for i, found in enumerate(parts):
+                packed = None
+                if found and everything is not None:
+                    packed = pack(everything[start:start + len(found)])
+                    start += len(found)
+                rows[i] = (*keys[i], blobs[i], packed if blobs[i] else None)
+        stored = await self.store.save_embeddings(self.model, dimensions, rows)
         if isinstance(index, StoredIndex):
             await index.add([(*k, b) for k, b in zip(keys, blobs, strict=True) if b])
         elif vectors is not None:
@@ -434,6 +455,27 @@ class SemanticIndex:
         scores = np.stack([np.asarray(item.vector, dtype=np.float32) for item in items]) @ vector
         return {MessageRef(item.thread_id, item.message_id or ""): float(score)
                 for item, score in zip(items, scores, strict=True)}
+
+    async def sentence_similarities(
+        self, query: str, resource_id: str, refs: Sequence[MessageRef]
+    ) -> dict[MessageRef, float]:
+        """The best cosine similarity of ``query`` to the sentences of each of these messages of
+        ``resource_id`` that has sentences' vectors (:mod:`memvault.recall.sentences`; the
+        others are left out)."""
+        if not refs or not supports_sentence_vectors(self.store):
+            return {}
+        current = self.stored or self.index
+        dimensions = current.dimensions if current is not None else self.embedder.dimensions
+        if dimensions is None:
+            return {}
+        vector = await self.query_vector(query)
+        found = await self.store.sentence_embeddings_of(resource_id, [(ref[0], ref[1]) for ref in refs])
+        out = {}
+        for thread_id, message_id, blob in found:
+            best = best_similarity(blob, vector, dimensions)
+            if best is not None:
+                out[MessageRef(thread_id, message_id)] = best
+        return out
 
     async def _stored_similarities(
         self, query: str, resource_id: str, refs: Sequence[MessageRef]

@@ -72,6 +72,19 @@ class VectorScorer(Protocol):
     ) -> dict[MessageRef, float]: ...
 
 
+@runtime_checkable
+class SentenceScorer(Protocol):
+    """A :class:`VectorScorer` that also knows each message's sentences
+    (:mod:`memvault.recall.sentences`): the best similarity of the query to a sentence of each
+    given message that has sentences' vectors (the others are left out). Recall blends it with
+    the message's own (:attr:`memvault.recall.RecallOptions.sentence_weight`).
+    :class:`memvault.recall.semantic.SemanticIndex` is one."""
+
+    async def sentence_similarities(
+        self, query: str, resource_id: str, refs: Sequence[MessageRef], /
+    ) -> dict[MessageRef, float]: ...
+
+
 @dataclass
 class Candidates:
     """The messages one recall weighs, with each source's scores, by :data:`Key`. The engine

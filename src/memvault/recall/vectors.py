@@ -26,7 +26,8 @@ from typing import Any, cast
 from memvault.model import Message, check_id
 from memvault.recall.options import RecallOptions
 from memvault.recall.reader import RecallReader
-from memvault.recall.types import Key, MessageRef, VectorScorer, VectorSearch
+from memvault.recall.sentences import blend
+from memvault.recall.types import Key, MessageRef, SentenceScorer, VectorScorer, VectorSearch
 from memvault.stores.passages import Passage
 
 logger = logging.getLogger("memvault.recall")
@@ -173,16 +174,24 @@ async def scored(
     decay: float,
     warnings: list[str],
     minimum: float | None = None,
+    sentence_weight: float = 0.0,
 ) -> dict[Key, float] | None:
     """Each key's similarity averaged over its neighbourhood, the neighbour at distance d
-    weighted ``decay ** d`` (neighbours without a vector are skipped). With ``minimum``, a key
-    whose own similarity is below it (or who has none) gets no score. ``None`` when the scorer
-    failed (logged and in ``warnings``)."""
+    weighted ``decay ** d`` (neighbours without a vector are skipped). With ``sentence_weight``
+    and a scorer that has ``sentence_similarities`` (:class:`~memvault.recall.types.
+    SentenceScorer`), a message's similarity is first blended with its best sentence's
+    (:func:`memvault.recall.sentences.blend`). With ``minimum``, a key whose own similarity
+    (not blended) is below it (or who has none) gets no score. ``None`` when the scorer failed
+    (logged and in ``warnings``)."""
     unique = dict.fromkeys(key for near in around.values() for _, key in near)
     if not unique:
         return {}
+    refs = [MessageRef(*key) for key in unique]
     try:
-        similarity = await scorer.similarities(query, resource_id, [MessageRef(*key) for key in unique])
+        similarity = await scorer.similarities(query, resource_id, refs)
+        by_sentence: Mapping[Key, float] = {}
+        if sentence_weight > 0 and isinstance(scorer, SentenceScorer):
+            by_sentence = await scorer.sentence_similarities(query, resource_id, refs)  # type: ignore[assignment]
     except asyncio.CancelledError:
         raise
     except Exception as error:
@@ -191,13 +200,14 @@ async def scored(
         return None
     # a MessageRef is a tuple: the answer is looked up by the plain (thread, id) keys
     found: Mapping[Key, float] = similarity  # type: ignore[assignment]
-    values = {key: float(value) for key in unique if (value := found.get(key)) is not None}
+    own_values = {key: float(value) for key in unique if (value := found.get(key)) is not None}
+    values = blend(own_values, {key: float(v) for key, v in by_sentence.items()}, sentence_weight)
     farthest = max((distance for near in around.values() for distance, _ in near), default=0)
     weights = [decay ** distance for distance in range(farthest + 1)]
     out: dict[Key, float] = {}
     for key, near in around.items():
         if minimum is not None:
-            own = values.get(key)
+            own = own_values.get(key)
             if own is None or own < minimum:
                 continue
         total = weight = 0.0

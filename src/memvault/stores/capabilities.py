@@ -9,6 +9,8 @@ naming what is missing. The three built-in stores implement all of them.
 - :class:`StateStore`: keyed, versioned states (suspended runs);
 - :class:`SummaryStore`: each thread's running summary;
 - :class:`EmbeddingStore`: persisted message vectors (semantic recall);
+- :class:`SentenceVectors`: each message's sentences' vectors beside its own (the scores by
+  meaning of recall's candidates);
 - :class:`ExportStore`: listing and exact restore, for copy, export and stats;
 - :class:`BatchReads`: a turn's reads in one call each (fewer round trips);
 - :class:`PassageReads`: recall's reads as passages, whose messages are built only when fed;
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeGuard, cast, runtime_checkable
 
 from memvault.errors import ConfigurationError
 from memvault.model import Message, SearchHit, State, Summary, Thread
@@ -116,6 +118,10 @@ class StateStore(Protocol):
         ...
 
 
+VectorRow: TypeAlias = tuple[str, str, str, bytes] | tuple[str, str, str, bytes, bytes | None]
+"""A ``save_embeddings`` row: ``(resource_id, thread_id, message_id, vector[, sentences])``."""
+
+
 @runtime_checkable
 class EmbeddingStore(Protocol):
     """Where message vectors persist (derived data, rebuildable from messages).
@@ -129,9 +135,10 @@ class EmbeddingStore(Protocol):
         ...
 
     async def save_embeddings(
-        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
+        self, model: str, dimensions: int, rows: Sequence[VectorRow]
     ) -> int:
-        """Store float32 vectors for ``(resource_id, thread_id, message_id, vector)`` rows;
+        """Store float32 vectors for ``(resource_id, thread_id, message_id, vector)`` rows
+        (a store with :class:`SentenceVectors` also takes a fifth item, the sentences');
         a row whose message no longer exists is skipped. Records ``model`` on first use and
         raises :class:`ConfigurationError` if the store holds another model's vectors (reindex).
         Returns how many were stored."""
@@ -153,6 +160,32 @@ class EmbeddingStore(Protocol):
     async def clear_embeddings(self) -> int:
         """Delete every stored vector and the recorded model; returns how many vectors."""
         ...
+
+
+@runtime_checkable
+class SentenceVectors(Protocol):
+    """Each message's sentences' vectors, kept beside its own vector (derived data).
+
+    A store with this capability takes ``save_embeddings`` rows of five:
+    ``(resource_id, thread_id, message_id, vector, sentences)``, ``sentences`` the float16
+    vectors of the message's sentences one after another (``None`` for none: a message of one
+    sentence); a row of four stores none. They go with the message's vector: deleted with the
+    message, dropped when its parts change, cleared by ``clear_embeddings``."""
+
+    async def sentence_embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        """The stored sentences' vectors of these ``(thread_id, message_id)`` messages of
+        ``resource_id`` as ``(thread_id, message_id, sentences)``; messages without them, or of
+        another resource, are left out."""
+        ...
+
+
+def sentences_of(row: Sequence[Any]) -> bytes | None:
+    """The sentences' vectors of a ``save_embeddings`` row (:class:`SentenceVectors`): its fifth
+    item, ``None`` for a row of four or an empty one."""
+    found = row[4] if len(row) > 4 else None
+    return bytes(found) if found else None
 
 
 @runtime_checkable
@@ -377,6 +410,11 @@ def supports_summaries(store: object) -> TypeGuard[SummaryStore]:
 def supports_embeddings(store: object) -> TypeGuard[EmbeddingStore]:
     """Whether ``store`` has :class:`EmbeddingStore`."""
     return implements(store, EmbeddingStore)
+
+
+def supports_sentence_vectors(store: object) -> TypeGuard[SentenceVectors]:
+    """Whether ``store`` has :class:`SentenceVectors`."""
+    return implements(store, SentenceVectors)
 
 
 def supports_batch_reads(store: object) -> TypeGuard[BatchReads]:

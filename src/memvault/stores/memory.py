@@ -28,7 +28,7 @@ from memvault.stores.base import (
     WorkingMemoryUpdate,
     _Unset,
 )
-from memvault.stores.capabilities import STORE_DEFAULT, Expired, TurnRead
+from memvault.stores.capabilities import STORE_DEFAULT, Expired, TurnRead, VectorRow, sentences_of
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import (
     changed_thread,
@@ -49,6 +49,7 @@ class _ThreadRecord:
     messages: dict[str, Message] = field(default_factory=dict)  # in seq order
     cursors: dict[str, int] = field(default_factory=dict)  # message id -> first-stored order
     vectors: dict[str, bytes] = field(default_factory=dict)  # message id -> float32 vector
+    sentences: dict[str, bytes] = field(default_factory=dict)  # message id -> its sentences' (float16)
     next_seq: int = 1
     summary: Summary | None = None
 
@@ -161,6 +162,7 @@ class InMemoryStore(GraphTables):
                 self._next_cursor += 1
             elif existing.parts != message.parts:
                 record.vectors.pop(message.id, None)
+                record.sentences.pop(message.id, None)
                 record.forget_summarised([seq])
             stored = message.model_copy(
                 update={"thread_id": thread_id, "resource_id": resource_id, "seq": seq}, deep=True
@@ -230,6 +232,7 @@ class InMemoryStore(GraphTables):
             return 0
         for message_id in ids:
             record.vectors.pop(message_id, None)
+            record.sentences.pop(message_id, None)
             record.cursors.pop(message_id, None)
         removed = [m for i in set(ids) if (m := record.messages.pop(i, None)) is not None]
         record.forget_summarised([m.seq for m in removed])
@@ -242,6 +245,7 @@ class InMemoryStore(GraphTables):
         count = len(record.messages)
         record.messages.clear()
         record.vectors.clear()
+        record.sentences.clear()
         record.cursors.clear()
         record.summary = None
         return count
@@ -430,20 +434,34 @@ class InMemoryStore(GraphTables):
     async def embedding_model(self) -> tuple[str, int] | None:
         return self._model
 
-    async def save_embeddings(
-        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
-    ) -> int:
+    async def save_embeddings(self, model: str, dimensions: int, rows: Sequence[VectorRow]) -> int:
         if self._model is None:
             self._model = (model, dimensions)
         elif self._model != (model, dimensions):
             raise ConfigurationError(embedding_mismatch(self._model, (model, dimensions)))
         stored = 0
-        for resource_id, thread_id, message_id, vector in rows:
+        for row in rows:
+            resource_id, thread_id, message_id, vector = row[:4]
             record = self._record(resource_id, thread_id)
             if record is not None and message_id in record.messages:
                 record.vectors[message_id] = bytes(vector)
+                sentences = sentences_of(row)
+                if sentences is None:
+                    record.sentences.pop(message_id, None)
+                else:
+                    record.sentences[message_id] = sentences
                 stored += 1
         return stored
+
+    async def sentence_embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        found = []
+        for thread_id, message_id in keys:
+            record = self._record(resource_id, thread_id)
+            if record is not None and message_id in record.sentences:
+                found.append((thread_id, message_id, record.sentences[message_id]))
+        return found
 
     def _by_cursor(self) -> list[tuple[int, _ThreadRecord, str]]:
         found = [
@@ -482,6 +500,7 @@ class InMemoryStore(GraphTables):
             for record in resource.threads.values():
                 count += len(record.vectors)
                 record.vectors.clear()
+                record.sentences.clear()
         return count
 
     # batch reads (memvault.stores.capabilities.BatchReads)

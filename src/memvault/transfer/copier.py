@@ -40,14 +40,21 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from memvault.errors import ConfigurationError
 from memvault.model import Message, Thread
 from memvault.stores.base import MessageQuery, Store, WorkingMemoryUpdate
-from memvault.stores.capabilities import STORE_DEFAULT, CompleteStore, require_complete, supports_retention
+from memvault.stores.capabilities import (
+    STORE_DEFAULT,
+    CompleteStore,
+    VectorRow,
+    require_complete,
+    supports_retention,
+    supports_sentence_vectors,
+)
 from memvault.stores.common import to_micros
 from memvault.transfer.reserved import KEYS_RESOURCE
 
@@ -143,14 +150,25 @@ async def messages_of(store: Store, resource_id: str, thread_id: str) -> AsyncIt
         after = page[-1].id
 
 
-async def _embeddings(store: CompleteStore) -> list[tuple[str, str, str, bytes]]:
-    rows: list[tuple[str, str, str, bytes]] = []
+async def _embeddings(store: CompleteStore, sentences: bool) -> list[VectorRow]:
+    """Every stored vector as a ``save_embeddings`` row; with ``sentences``, each with its
+    message's sentences' vectors (:class:`~memvault.stores.capabilities.SentenceVectors`)."""
+    rows: list[VectorRow] = []
     after = 0
     while True:
         page = await store.load_embeddings(after=after, limit=10_000)
         if not page:
             return rows
-        rows.extend((r, t, m, v) for _, r, t, m, v in page)
+        if not sentences:
+            rows.extend((r, t, m, v) for _, r, t, m, v in page)
+        else:
+            assert supports_sentence_vectors(store)
+            wanted: dict[str, list[tuple[str, str]]] = {}
+            for _, r, t, m, _ in page:
+                wanted.setdefault(r, []).append((t, m))
+            found = {(r, t, m): blob for r, keys in wanted.items()
+                     for t, m, blob in await store.sentence_embeddings_of(r, keys)}
+            rows.extend((r, t, m, v, found.get((r, t, m))) for _, r, t, m, v in page)
         after = page[-1][0]
 
 
@@ -214,7 +232,7 @@ async def copy_store(
     model = await src.embedding_model()
     if model is not None:
         report(CopyProgress("embeddings", None, len(resources), len(resources), 0, 0, copied["messages"]))
-        rows = await _embeddings(src)
+        rows = await _embeddings(src, supports_sentence_vectors(src) and supports_sentence_vectors(dst))
         for start in range(0, max(len(rows), 1), BATCH):
             copied["embeddings"] += await dst.save_embeddings(model[0], model[1], rows[start : start + BATCH])
     report(CopyProgress("verify", None, len(resources), len(resources), 0, 0, copied["messages"]))
@@ -289,7 +307,9 @@ async def digest(store: HoldsStore | Store, *, include_keys: bool = True) -> Dig
                                to_micros(state.updated_at), state.workflow_id, state.thread_id,
                                to_micros(state.created_at)])
     model = await st.embedding_model()
-    vectors: Sequence[tuple[str, str, str, bytes]] = sorted(await _embeddings(st)) if model else []
+    # the messages' own vectors (their sentences' are derived from the same text, and a store
+    # without SentenceVectors holds none)
+    vectors = sorted(row[:4] for row in await _embeddings(st, False)) if model else []
     for r, t_id, m_id, vector in vectors:
         add("embeddings", [model, r, t_id, m_id, hashlib.sha256(vector).hexdigest()])
     return Digest(counts, {k: h.hexdigest() for k, h in hashes.items()})

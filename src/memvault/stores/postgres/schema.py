@@ -265,6 +265,12 @@ MIGRATIONS: tuple[Step, ...] = (
     # each token written as its lexeme (memvault.stores.postgres.search.lexeme), so that the
     # server's parser never splits one: the messages that may hold a token that is not plain
     _relexeme,
+    # each message's sentences' vectors beside its own (derived data, NULL for a message of
+    # one sentence or embedded before): the row, and so they, go with the message's deletion
+    # (ON DELETE CASCADE) or change (memvault_drop_changed_vector)
+    """
+    ALTER TABLE message_vectors ADD COLUMN IF NOT EXISTS sentences bytea;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -45,7 +45,7 @@ from memvault.stores.base import (
     WorkingMemoryUpdate,
     _Unset,
 )
-from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.capabilities import Expired, TurnRead, VectorRow
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_pool_search, check_query, saved_messages
 from memvault.stores.passages import SearchPool
@@ -306,9 +306,7 @@ class PostgresStore(RowReads, PostgresGraph):
     async def embedding_model(self) -> tuple[str, int] | None:
         return await self._db.read(_vectors.embedding_model)
 
-    async def save_embeddings(
-        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
-    ) -> int:
+    async def save_embeddings(self, model: str, dimensions: int, rows: Sequence[VectorRow]) -> int:
         return await self._db.write(_vectors.save_embeddings, model, dimensions, list(rows))
 
     async def load_embeddings(
@@ -340,6 +338,13 @@ class PostgresStore(RowReads, PostgresGraph):
         if not keys:
             return []
         return await self._db.read(_vectors.embeddings_of, resource_id, list(keys))
+
+    async def sentence_embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        if not keys:
+            return []
+        return await self._db.read(_vectors.embeddings_of, resource_id, list(keys), "sentences")
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from memvault.errors import ConfigurationError
 from memvault.model import Message
 from memvault.stores import rows
+from memvault.stores.capabilities import VectorRow, sentences_of
 from memvault.stores.common import embedding_mismatch
 from memvault.stores.postgres.db import Conn
 from memvault.stores.postgres.search import COLUMNS
@@ -21,9 +22,7 @@ async def embedding_model(conn: Conn) -> tuple[str, int] | None:
     return (str(row[0]), int(row[1])) if row else None
 
 
-async def save_embeddings(
-    conn: Conn, model: str, dimensions: int, items: Sequence[tuple[str, str, str, bytes]]
-) -> int:
+async def save_embeddings(conn: Conn, model: str, dimensions: int, items: Sequence[VectorRow]) -> int:
     """Record ``model`` on first use (one row, whoever comes first), refuse another model's
     vectors, and upsert the vectors of the messages that exist; returns how many rows were
     stored (a message given twice keeps the later vector and counts twice)."""
@@ -35,18 +34,20 @@ async def save_embeddings(
     if recorded != (model, dimensions):
         assert recorded is not None
         raise ConfigurationError(embedding_mismatch(recorded, (model, dimensions)))
-    latest = {item[:3]: item[3] for item in items}
+    latest = {item[:3]: (bytes(item[3]), sentences_of(item)) for item in items}
     keys = list(latest)
     cursor = await conn.execute(
-        "WITH found AS (SELECT m.pk, m.resource_id, m.thread_id, m.id, u.vector"
-        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[])"
-        " AS u(resource_id, thread_id, id, vector)"
+        "WITH found AS (SELECT m.pk, m.resource_id, m.thread_id, m.id, u.vector, u.sentences"
+        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[], %s::bytea[])"
+        " AS u(resource_id, thread_id, id, vector, sentences)"
         " JOIN messages AS m ON m.resource_id = u.resource_id AND m.thread_id = u.thread_id AND m.id = u.id"
         " FOR KEY SHARE OF m),"  # a message deleted meanwhile is skipped, not a foreign key error
-        " stored AS (INSERT INTO message_vectors (message_pk, vector) SELECT pk, vector FROM found"
-        " ON CONFLICT (message_pk) DO UPDATE SET vector = excluded.vector)"
+        " stored AS (INSERT INTO message_vectors (message_pk, vector, sentences)"
+        " SELECT pk, vector, sentences FROM found ON CONFLICT (message_pk) DO UPDATE"
+        " SET vector = excluded.vector, sentences = excluded.sentences)"
         " SELECT resource_id, thread_id, id FROM found",
-        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [bytes(latest[k]) for k in keys]),
+        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [latest[k][0] for k in keys],
+         [latest[k][1] for k in keys]),
     )
     stored = {tuple(row) for row in await cursor.fetchall()}
     return sum(1 for item in items if item[:3] in stored)
@@ -102,14 +103,17 @@ async def resource_embeddings(
 
 
 async def embeddings_of(
-    conn: Conn, resource_id: str, keys: Sequence[tuple[str, str]]
+    conn: Conn, resource_id: str, keys: Sequence[tuple[str, str]], column: str = "vector"
 ) -> list[tuple[str, str, bytes]]:
     """The stored vectors of these ``(thread_id, message_id)`` messages of ``resource_id``;
-    messages without one, or of another resource, are left out."""
+    messages without one, or of another resource, are left out. ``column="sentences"``: their
+    sentences' vectors instead (:class:`~memvault.stores.capabilities.SentenceVectors`)."""
+    if column not in ("vector", "sentences"):
+        raise ValueError(f"no vector column {column!r}")
     cursor = await conn.execute(
-        "SELECT m.thread_id, m.id, v.vector FROM unnest(%s::text[], %s::text[]) AS k(t, i)"
+        f"SELECT m.thread_id, m.id, v.{column} FROM unnest(%s::text[], %s::text[]) AS k(t, i)"
         " JOIN messages AS m ON m.resource_id = %s AND m.thread_id = k.t AND m.id = k.i"
-        " JOIN message_vectors AS v ON v.message_pk = m.pk",
+        f" JOIN message_vectors AS v ON v.message_pk = m.pk AND v.{column} IS NOT NULL",
         ([k[0] for k in keys], [k[1] for k in keys], resource_id),
     )
     return [(r[0], r[1], bytes(r[2])) for r in await cursor.fetchall()]

@@ -437,6 +437,12 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM search_stats WHERE resource_id = old.resource_id AND docs <= 0;
     END;
     """,
+    # 14: each message's sentences' vectors beside its own (derived data, NULL for a message
+    # of one sentence or embedded before): the row, and so they, go with the message's
+    # deletion or change by the triggers of migration 3
+    """
+    ALTER TABLE message_vectors ADD COLUMN sentences BLOB;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -50,7 +50,7 @@ from memvault.stores.base import (
     WorkingMemoryUpdate,
     _Unset,
 )
-from memvault.stores.capabilities import Expired, TurnRead
+from memvault.stores.capabilities import Expired, TurnRead, VectorRow
 from memvault.stores.closing import refuses_when_closed
 from memvault.stores.common import check_limit, check_pool_search, check_query, saved_messages
 from memvault.stores.passages import SearchPool
@@ -417,9 +417,7 @@ class SqliteStore(RowReads, SqliteGraph):
     async def embedding_model(self) -> tuple[str, int] | None:
         return await self._worker.read_one(_vectors.embedding_model)
 
-    async def save_embeddings(
-        self, model: str, dimensions: int, rows: Sequence[tuple[str, str, str, bytes]]
-    ) -> int:
+    async def save_embeddings(self, model: str, dimensions: int, rows: Sequence[VectorRow]) -> int:
         return await self._write(_vectors.save_embeddings, model, dimensions, list(rows))
 
     async def load_embeddings(
@@ -452,6 +450,14 @@ class SqliteStore(RowReads, SqliteGraph):
             return []
         return await self._worker.read_small(_vectors.embeddings_of, resource_id,
                                              json.dumps(list(keys)))  # pairs: JSON arrays
+
+    async def sentence_embeddings_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str, bytes]]:
+        if not keys:
+            return []
+        return await self._worker.read_small(_vectors.embeddings_of, resource_id,
+                                             json.dumps(list(keys)), "sentences")
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 

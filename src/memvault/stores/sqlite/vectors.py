@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from memvault.errors import ConfigurationError
 from memvault.model import Message
 from memvault.stores import rows
+from memvault.stores.capabilities import VectorRow, sentences_of
 from memvault.stores.common import embedding_mismatch
 from memvault.stores.sqlite.search import COLUMNS
 
@@ -19,7 +20,7 @@ def embedding_model(conn: sqlite3.Connection) -> tuple[str, int] | None:
 
 
 def save_embeddings(
-    conn: sqlite3.Connection, model: str, dimensions: int, items: Sequence[tuple[str, str, str, bytes]]
+    conn: sqlite3.Connection, model: str, dimensions: int, items: Sequence[VectorRow]
 ) -> int:
     recorded = embedding_model(conn)
     if recorded is None:
@@ -27,12 +28,13 @@ def save_embeddings(
     elif recorded != (model, dimensions):
         raise ConfigurationError(embedding_mismatch(recorded, (model, dimensions)))
     stored = 0
-    for resource_id, thread_id, message_id, vector in items:
+    for item in items:
+        resource_id, thread_id, message_id, vector = item[:4]
         stored += conn.execute(
-            "INSERT INTO message_vectors (message_rowid, vector) SELECT rowid, ? FROM messages"
+            "INSERT INTO message_vectors (message_rowid, vector, sentences) SELECT rowid, ?, ? FROM messages"
             " WHERE resource_id = ? AND thread_id = ? AND id = ?"
-            " ON CONFLICT DO UPDATE SET vector = excluded.vector",
-            (vector, resource_id, thread_id, message_id),
+            " ON CONFLICT DO UPDATE SET vector = excluded.vector, sentences = excluded.sentences",
+            (vector, sentences_of(item), resource_id, thread_id, message_id),
         ).rowcount
     return stored
 
@@ -97,18 +99,21 @@ def resource_embeddings(
 
 
 def embeddings_of(
-    conn: sqlite3.Connection, resource_id: str, keys: str
+    conn: sqlite3.Connection, resource_id: str, keys: str, column: str = "vector"
 ) -> list[tuple[str, str, bytes]]:
     """The stored vectors of these messages of ``resource_id`` (``keys``: a JSON array of
     ``[thread_id, message_id]`` pairs) as ``(thread_id, message_id, vector)``; messages without
-    a vector, or of another resource, are left out."""
+    a vector, or of another resource, are left out. ``column="sentences"``: their sentences'
+    vectors instead (:class:`~memvault.stores.capabilities.SentenceVectors`)."""
+    if column not in ("vector", "sentences"):
+        raise ValueError(f"no vector column {column!r}")
     return [
         (r[0], r[1], bytes(r[2]))
         for r in conn.execute(
-            "SELECT m.thread_id, m.id, v.vector FROM json_each(?) AS k"
+            f"SELECT m.thread_id, m.id, v.{column} FROM json_each(?) AS k"
             " CROSS JOIN messages AS m ON m.resource_id = ?"  # CROSS JOIN: the keys drive
             " AND m.thread_id = json_extract(k.value, '$[0]') AND m.id = json_extract(k.value, '$[1]')"
-            " JOIN message_vectors AS v ON v.message_rowid = m.rowid",
+            f" JOIN message_vectors AS v ON v.message_rowid = m.rowid AND v.{column} IS NOT NULL",
             (keys, resource_id),
         )
     ]

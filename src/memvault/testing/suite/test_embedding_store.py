@@ -1,5 +1,7 @@
 """The stores keep message vectors as derived data: saved and loaded by cursor, dropped with
-their message (delete, clear, thread, resource) or when its text changes, one model at a time."""
+their message (delete, clear, thread, resource) or when its text changes, one model at a time;
+and, where the store has :class:`~memvault.stores.capabilities.SentenceVectors`, each message's
+sentences' vectors beside its own, which go the same way."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from memvault import ConfigurationError, Memory, Message
-from memvault.stores.capabilities import EmbeddingStore
+from memvault.stores.capabilities import EmbeddingStore, SentenceVectors, supports_sentence_vectors
 
 pytestmark = pytest.mark.capability("embeddings")
 
@@ -85,3 +87,57 @@ async def test_vectors_go_with_their_message(
         ("r", "t1", "a", V), ("r", "t1", "b", V), ("r", "t2", "c", V), ("other", "t1", "x", V)])
     await change(memory)
     assert await _ids(memory) == left
+
+
+S = b"\x00<" * 4  # float16 [1.0, 1.0, 1.0, 1.0]: two sentences of two dimensions
+
+
+def _sentences(memory: Memory) -> SentenceVectors:
+    if not supports_sentence_vectors(memory.store):
+        pytest.skip("the store keeps no sentences' vectors (SentenceVectors)")
+    return memory.store
+
+
+async def _with_sentences(memory: Memory) -> list[tuple[str, str, str]]:
+    store = _sentences(memory)
+    found = []
+    for resource_id, keys in (("r", [("t1", "a"), ("t1", "b"), ("t2", "c")]), ("other", [("t1", "x")])):
+        found += [(resource_id, t, m) for t, m, _ in await store.sentence_embeddings_of(resource_id, keys)]
+    return sorted(found)
+
+
+async def test_sentences_round_trip_beside_their_vector(memory: Memory) -> None:
+    await _seed(memory)
+    store = _sentences(memory)
+    await store.save_embeddings("test/model", 2, [  # type: ignore[attr-defined]
+        ("r", "t1", "a", V, S), ("r", "t1", "b", V, None), ("r", "t2", "c", V), ("other", "t1", "x", V, S)])
+    assert await store.sentence_embeddings_of("r", [("t1", "a"), ("t1", "b"), ("t2", "c"), ("t9", "zz")]) == [
+        ("t1", "a", S)]
+    assert await store.sentence_embeddings_of("r", [("t1", "x")]) == []  # another resource's message
+    assert await store.sentence_embeddings_of("r", []) == []
+    # a row of four (a message embedded again without sentences) drops the old sentences
+    await store.save_embeddings("test/model", 2, [("other", "t1", "x", V)])  # type: ignore[attr-defined]
+    assert await store.sentence_embeddings_of("other", [("t1", "x")]) == []
+    assert [r[4] for r in await store.load_embeddings()] == [V, V, V, V]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("change", "left"),
+    [
+        (lambda m: m.delete_messages(["a"], thread_id="t1", resource_id="r"), ["b", "c", "x"]),
+        (lambda m: m.delete_thread(thread_id="t1", resource_id="r"), ["c", "x"]),
+        (lambda m: m.delete_resource(resource_id="r"), ["x"]),
+        (lambda m: m.save_messages([Message.user("new text", id="a")], thread_id="t1",
+                                   resource_id="r"), ["b", "c", "x"]),
+        (lambda m: m.store.clear_embeddings(), []),
+    ],
+    ids=["delete", "delete-thread", "delete-resource", "text-changed", "clear-embeddings"],
+)
+async def test_sentences_go_with_their_message(
+    memory: Memory, change: Callable[[Memory], Awaitable[object]], left: list[str]
+) -> None:
+    await _seed(memory)
+    await _sentences(memory).save_embeddings("test/model", 2, [  # type: ignore[attr-defined]
+        ("r", "t1", "a", V, S), ("r", "t1", "b", V, S), ("r", "t2", "c", V, S), ("other", "t1", "x", V, S)])
+    await change(memory)
+    assert sorted(m for _, _, m in await _with_sentences(memory)) == left
