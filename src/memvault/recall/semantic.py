@@ -304,14 +304,11 @@ class SemanticIndex:
         index = self._ensure_index(dimensions)
         keys = [_key(m) for m in messages]
         rows: list[VectorRow] = [(*k, b) for k, b in zip(keys, blobs, strict=True)]
-        if self.embed_sentences:
+        if self.embed_sentences and everything is not None:  # the sentences follow the messages
             start = len(wanted)
             for i, found in enumerate(parts):
-                packed = None
-                if found and everything is not None:
-                    packed = pack(everything[start:start + len(found)])
-                    start += len(found)
-                rows[i] = (*keys[i], blobs[i], packed if blobs[i] else None)
+                rows[i] = (*keys[i], blobs[i], pack(everything[start:start + len(found)]) if found else None)
+                start += len(found)
         stored = await self.store.save_embeddings(self.model, dimensions, rows)
         if isinstance(index, StoredIndex):
             await index.add([(*k, b) for k, b in zip(keys, blobs, strict=True) if b])

@@ -188,10 +188,13 @@ async def scored(
         return {}
     refs = [MessageRef(*key) for key in unique]
     try:
-        similarity = await scorer.similarities(query, resource_id, refs)
         by_sentence: Mapping[Key, float] = {}
-        if sentence_weight > 0 and isinstance(scorer, SentenceScorer):
-            by_sentence = await scorer.sentence_similarities(query, resource_id, refs)  # type: ignore[assignment]
+        if sentence_weight > 0 and isinstance(scorer, SentenceScorer):  # both reads at once
+            similarity, by_sentence = await asyncio.gather(  # type: ignore[assignment]
+                scorer.similarities(query, resource_id, refs),
+                scorer.sentence_similarities(query, resource_id, refs))
+        else:
+            similarity = await scorer.similarities(query, resource_id, refs)
     except asyncio.CancelledError:
         raise
     except Exception as error:
