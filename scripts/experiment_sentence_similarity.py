@@ -1,22 +1,22 @@
 """Experiment (issue 15): score a message by meaning from its sentences as well as from its whole text.
 
-Not a feature of memvault yet: this script measures what it would buy before the store holds
-sentence vectors. For each LoCoMo development conversation it ingests a SQLite store with
-all-MiniLM-L6-v2 (the shipped pipeline), embeds every turn's sentences (split after ``.``,
-``!``, ``?`` and before an ``[image: ...]`` caption, each prefixed with the speaker's name, as
-``embedding_text`` does), and replaces the semantic index's ``similarities`` (the scorer recall
+The first measurement behind ``RecallOptions.sentence_weight`` (shipped), kept to try what the
+feature does not do yet. For each LoCoMo development conversation it ingests a SQLite store
+with all-MiniLM-L6-v2 (the shipped pipeline, which stores each turn's sentences' vectors:
+:mod:`memvault.recall.sentences`), reads those vectors back, turns the engine's own blend off
+(``sentence_weight=0``) and replaces the semantic index's ``similarities`` (the scorer recall
 uses for every candidate) by::
 
     (1 - lam) * cos(query, message) + lam * max over the message's sentences of cos(query, sentence)
 
-(a message of one sentence keeps its own similarity). The vector search's own matches, the
-smoothing over neighbours, the fusion and every other constant are the shipped ones. Each
-``lam`` of the grid is scored on every question; then leave-one-conversation-out: each fold
-picks ``lam`` on four conversations (mean R@10 over their questions, then R@5; a value moves
-only on a strict gain, from ``lam`` 0, the shipped behaviour) and is judged on the fifth, as
-``memvault bench locomo --cv`` does. Prints JSON. ``--search-sentences``: the vector search
-also finds the ``top_k`` messages whose best sentence is closest (by default it searches whole
-messages only, as shipped).
+(a message of one sentence keeps its own similarity): ``lam`` 0.5 is the shipped default. The
+vector search's own matches, the smoothing over neighbours, the fusion and every other
+constant are the shipped ones. Each ``lam`` of the grid is scored on every question; then
+leave-one-conversation-out: each fold picks ``lam`` on four conversations (mean R@10 over their
+questions, then R@5; a value moves only on a strict gain, from ``lam`` 0) and is judged on the
+fifth, as ``memvault bench locomo --cv`` does. Prints JSON. ``--search-sentences``: the vector
+search also finds the ``top_k`` messages whose best sentence is closest (not shipped: the
+search finds whole messages only).
 
     .venv/bin/python scripts/experiment_sentence_similarity.py \
         --data ../shared/data/locomo-dev/locomo_dev.json --lam 0,0.3,0.5,0.7,1.0
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -47,30 +46,19 @@ from memvault.recall.types import MessageRef
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 KS = (5, 10, 25)
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\s*\[image: ")
 Answer = tuple[str, int, dict[int, float]]
 """One question's (conversation, category, recall@k by k)."""
 
 
-def sentences(speaker: str, text: str) -> list[str]:
-    """A turn's sentences (its image caption one more), each as ``"speaker: sentence"``."""
-    parts = (p.strip().rstrip("]") for p in _SPLIT.split(text) if p and p.strip())
-    return [f"{speaker}: {p}" for p in parts if len(p) > 1]
-
-
-async def sentence_vectors(model: CachedEmbedder, conversation: Conversation) -> dict[tuple[str, str], Any]:
-    owners, texts = [], []
-    for session in conversation.sessions:
-        for turn in session.turns:
-            key = (f"session-{session.number}", turn.dia_id.replace(":", "-"))
-            for sentence in sentences(turn.speaker, turn.text):
-                owners.append(key)
-                texts.append(sentence)
-    vectors = await model.embed(texts)
-    grouped: dict[tuple[str, str], list[Any]] = {}
-    for key, vector in zip(owners, vectors, strict=True):
-        grouped.setdefault(key, []).append(vector)
-    return {key: np.stack(found) for key, found in grouped.items() if len(found) > 1}
+async def sentence_vectors(semantic: Any, conversation: Conversation) -> dict[tuple[str, str], Any]:
+    """Each turn's sentences' vectors as the store holds them (``embed_sentences``, shipped)."""
+    keys = [(f"session-{session.number}", turn.dia_id.replace(":", "-"))
+            for session in conversation.sessions for turn in session.turns]
+    found = await semantic.store.sentence_embeddings_of(conversation.sample_id, keys)
+    dimensions = semantic.embedder.dimensions
+    return {(thread_id, message_id):
+            np.frombuffer(blob, dtype="<f2").reshape(-1, dimensions).astype(np.float32)
+            for thread_id, message_id, blob in found}
 
 
 def blend(semantic: Any, by_key: dict[tuple[str, str], Any], lam: float) -> Any:
@@ -123,14 +111,15 @@ async def score(
         try:
             await ingest(memory, conversation)
             await memory.flush()
-            by_key = await sentence_vectors(model, conversation)
             semantic = await memory._start()
             assert semantic is not None
+            by_key = await sentence_vectors(semantic, conversation)
             if search:
                 semantic.search = sentence_search(semantic, by_key)  # type: ignore[method-assign]
             for lam in lams:
                 semantic.similarities = blend(semantic, by_key, lam)  # type: ignore[method-assign]
-                options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False)
+                options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False,
+                                        sentence_weight=0.0)  # the blend is this script's
                 for question in conversation.questions:
                     result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
                                                  options=options)

@@ -17,7 +17,7 @@ from memvault import Memory, MemoryOptions, Message, ValidationError
 from memvault.bench.locomo import hash_vectors
 from memvault.embeddings import FunctionEmbedder
 from memvault.recall import RecallOptions
-from memvault.recall.sentences import MAX_SENTENCES, best_similarity, pack, sentence_texts, split_sentences
+from memvault.recall.sentences import MAX_SENTENCES, best_similarities, pack, sentence_texts, split_sentences
 from memvault.stores.capabilities import supports_sentence_vectors
 
 MODEL = "test/hashed-words"
@@ -105,15 +105,33 @@ def test_a_huge_message_costs_at_most_max_sentences_vectors() -> None:
 
 def test_packed_sentences_score_as_their_unit_vectors() -> None:
     rng = np.random.default_rng(7)
-    rows = rng.normal(size=(3, 8)).astype(np.float32)
+    messages = [rng.normal(size=(n, 8)).astype(np.float32) for n in (3, 1, 5)]
     query = rng.normal(size=8).astype(np.float32)
     query /= np.linalg.norm(query)
-    expected = max(float(r @ query / np.linalg.norm(r)) for r in rows)
-    blob = pack(rows)
-    assert len(blob) == 3 * 8 * 2  # half precision
-    assert best_similarity(blob, query, 8) == pytest.approx(expected, abs=2e-3)
-    assert best_similarity(blob[:-1], query, 8) is None
-    assert best_similarity(b"", query, 8) is None
+    expected = [max(float(r @ query / np.linalg.norm(r)) for r in rows) for rows in messages]
+    blobs = [pack(rows) for rows in messages]
+    assert len(blobs[0]) == 3 * 8 * 2  # half precision
+    found = best_similarities([blobs[0], blobs[1][:-1], b"", blobs[1], blobs[2]], query, 8)
+    assert found[1] is None and found[2] is None  # not whole vectors: left out, the rest in order
+    assert [found[0], found[3], found[4]] == pytest.approx(expected, abs=2e-3)
+    assert best_similarities([b"", blobs[0][:3]], query, 8) == [None, None]
+    assert best_similarities([], query, 8) == []
+
+
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=12),
+       st.integers(min_value=0, max_value=2**32 - 1))
+def test_batched_best_similarity_is_each_messages_own(counts: list[int], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    query = rng.normal(size=4).astype(np.float32)
+    query /= np.linalg.norm(query)
+    blobs = [pack(rng.normal(size=(n, 4)).astype(np.float32)) if n else b"" for n in counts]
+    found = best_similarities(blobs, query, 4)
+    for blob, score in zip(blobs, found, strict=True):
+        if not blob:
+            assert score is None
+        else:
+            rows = np.frombuffer(blob, dtype="<f2").reshape(-1, 4).astype(np.float32)
+            assert score == pytest.approx(float((rows @ query).max()), abs=1e-5)
 
 
 async def test_sentences_are_stored_for_messages_of_several(url: str) -> None:

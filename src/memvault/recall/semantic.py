@@ -47,7 +47,7 @@ import numpy as np
 from memvault.embeddings.base import probe
 from memvault.errors import ConfigurationError
 from memvault.model import Message, TextPart, ToolResultPart
-from memvault.recall.sentences import best_similarity, pack, sentence_texts
+from memvault.recall.sentences import best_similarities, pack, sentence_texts
 from memvault.recall.types import MessageRef, VectorMatch
 from memvault.stores.base import MessageQuery
 from memvault.stores.capabilities import EmbeddingStore, VectorRow, supports_sentence_vectors
@@ -467,12 +467,10 @@ class SemanticIndex:
             return {}
         vector = await self.query_vector(query)
         found = await self.store.sentence_embeddings_of(resource_id, [(ref[0], ref[1]) for ref in refs])
-        out = {}
-        for thread_id, message_id, blob in found:
-            best = best_similarity(blob, vector, dimensions)
-            if best is not None:
-                out[MessageRef(thread_id, message_id)] = best
-        return out
+        best = best_similarities([blob for _, _, blob in found], vector, dimensions)
+        return {MessageRef(thread_id, message_id): score
+                for (thread_id, message_id, _), score in zip(found, best, strict=True)
+                if score is not None}
 
     async def _stored_similarities(
         self, query: str, resource_id: str, refs: Sequence[MessageRef]
