@@ -32,6 +32,7 @@ import asyncio
 import json
 import statistics
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +101,10 @@ def sentence_search(semantic: Any, by_key: dict[tuple[str, str], Any]) -> Any:
     return search
 
 
-async def score(
-    data: str, lams: list[float], folder: Path, search: bool = False
-) -> dict[float, list[Answer]]:
+async def conversations(data: str, folder: Path) -> AsyncIterator[tuple[Conversation, Memory, Any]]:
+    """Each conversation of ``data`` ingested as the bench does (MiniLM, flushed), with its memory
+    and semantic index; the memory is closed once the caller moves on."""
     model = CachedEmbedder(resolve_embedder(embedder_spec(MODEL)), max_entries=200_000, ttl=None)
-    answers: dict[float, list[Answer]] = {lam: [] for lam in lams}
     for raw in load(data):
         conversation = parse_conversation(raw)
         memory = await Memory.open(f"sqlite:///{folder / (conversation.sample_id + '.db')}", embedder=model)
@@ -113,22 +113,35 @@ async def score(
             await memory.flush()
             semantic = await memory._start()
             assert semantic is not None
-            by_key = await sentence_vectors(semantic, conversation)
-            if search:
-                semantic.search = sentence_search(semantic, by_key)  # type: ignore[method-assign]
-            for lam in lams:
-                semantic.similarities = blend(semantic, by_key, lam)  # type: ignore[method-assign]
-                options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False,
-                                        sentence_weight=0.0)  # the blend is this script's
-                for question in conversation.questions:
-                    result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
-                                                 options=options)
-                    hits = [h.message.metadata.get("dia_id") for h in result.hits]
-                    evidence = set(question.evidence)
-                    answers[lam].append((conversation.sample_id, question.category,
-                                         {k: len(evidence & set(hits[:k])) / len(evidence) for k in KS}))
+            yield conversation, memory, semantic
         finally:
             await memory.close()
+
+
+def answer(conversation: Conversation, question: Any, hits: list[Any]) -> Answer:
+    """The share of ``question``'s evidence among the first k ``hits``, for each k of ``KS``."""
+    found = [h.message.metadata.get("dia_id") for h in hits]
+    evidence = set(question.evidence)
+    return (conversation.sample_id, question.category,
+            {k: len(evidence & set(found[:k])) / len(evidence) for k in KS})
+
+
+async def score(
+    data: str, lams: list[float], folder: Path, search: bool = False
+) -> dict[float, list[Answer]]:
+    answers: dict[float, list[Answer]] = {lam: [] for lam in lams}
+    async for conversation, memory, semantic in conversations(data, folder):
+        by_key = await sentence_vectors(semantic, conversation)
+        if search:
+            semantic.search = sentence_search(semantic, by_key)  # type: ignore[method-assign]
+        for lam in lams:
+            semantic.similarities = blend(semantic, by_key, lam)  # type: ignore[method-assign]
+            options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False,
+                                    sentence_weight=0.0)  # the blend is this script's
+            for question in conversation.questions:
+                result = await memory.recall(resource_id=conversation.sample_id, query=question.text,
+                                             options=options)
+                answers[lam].append(answer(conversation, question, result.hits))
     return answers
 
 

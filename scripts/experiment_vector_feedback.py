@@ -35,14 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from memvault import Memory
-from memvault.bench.locomo import embedder_spec, ingest, load, parse_conversation
-from memvault.embeddings import resolve_embedder
-from memvault.embeddings.cache import CachedEmbedder
 from memvault.recall import RecallOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
-from experiment_sentence_similarity import KS, MODEL, Answer, _mean, folds
+from experiment_sentence_similarity import KS, MODEL, Answer, _mean, answer, conversations, folds
 
 
 async def moved(semantic: Any, resource_id: str, query: str, hits: list[Any], docs: int,
@@ -60,35 +56,22 @@ async def moved(semantic: Any, resource_id: str, query: str, hits: list[Any], do
 
 
 async def score(data: str, betas: list[float], docs: int, folder: Path) -> dict[float, list[Answer]]:
-    model = CachedEmbedder(resolve_embedder(embedder_spec(MODEL)), max_entries=200_000, ttl=None)
     answers: dict[float, list[Answer]] = {beta: [] for beta in betas}
     options = RecallOptions(top_k=max(KS), message_range=0, last_n=0, working_memory=False)
-    for raw in load(data):
-        conversation = parse_conversation(raw)
-        memory = await Memory.open(f"sqlite:///{folder / (conversation.sample_id + '.db')}", embedder=model)
-        try:
-            await ingest(memory, conversation)
-            await memory.flush()
-            semantic = await memory._start()
-            assert semantic is not None
-            resource = conversation.sample_id
-            for question in conversation.questions:
-                evidence = set(question.evidence)
-                first = await memory.recall(resource_id=resource, query=question.text, options=options)
-                original = await semantic.query_vector(question.text)
-                for beta in betas:
-                    result = first
-                    if beta:
-                        semantic._queries[question.text] = await moved(
-                            semantic, resource, question.text, first.hits, docs, beta)
-                        result = await memory.recall(resource_id=resource, query=question.text,
-                                                     options=options)
-                        semantic._queries[question.text] = original
-                    hits = [h.message.metadata.get("dia_id") for h in result.hits]
-                    answers[beta].append((resource, question.category,
-                                          {k: len(evidence & set(hits[:k])) / len(evidence) for k in KS}))
-        finally:
-            await memory.close()
+    async for conversation, memory, semantic in conversations(data, folder):
+        resource = conversation.sample_id
+        for question in conversation.questions:
+            first = await memory.recall(resource_id=resource, query=question.text, options=options)
+            original = await semantic.query_vector(question.text)
+            for beta in betas:
+                result = first
+                if beta:
+                    semantic._queries[question.text] = await moved(
+                        semantic, resource, question.text, first.hits, docs, beta)
+                    result = await memory.recall(resource_id=resource, query=question.text,
+                                                 options=options)
+                    semantic._queries[question.text] = original
+                answers[beta].append(answer(conversation, question, result.hits))
     return answers
 
 
