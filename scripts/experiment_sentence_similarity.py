@@ -185,6 +185,19 @@ def folds(answers: dict[float, list[Answer]], start: float) -> dict[str, Any]:
     }
 
 
+def grid(text: str) -> list[float]:
+    """The comma-separated values of ``text``, with 0 (the shipped pipeline) first if it is missing."""
+    values = [float(x) for x in text.split(",")]
+    return values if 0.0 in values else [0.0, *values]
+
+
+def all_five(answers: dict[float, list[Answer]]) -> dict[str, dict[str, float]]:
+    """Each value's R@k over every question, and R@10 by category."""
+    return {str(value): {f"r{k}": round(_mean(rows, k), 2) for k in KS} | {
+        f"category_{c}_r10": round(_mean([r for r in rows if r[1] == c], 10), 2)
+        for c in sorted({r[1] for r in rows})} for value, rows in answers.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--data", required=True)
@@ -193,17 +206,12 @@ def main() -> None:
     parser.add_argument("--search-sentences", action="store_true",
                         help="the vector search also finds the messages whose best sentence is closest")
     args = parser.parse_args()
-    lams = [float(x) for x in args.lam.split(",")]
-    if 0.0 not in lams:
-        lams.insert(0, 0.0)
+    lams = grid(args.lam)
     with tempfile.TemporaryDirectory(prefix="memvault-sentences-") as folder:
         answers = asyncio.run(score(args.data, lams, Path(folder), args.search_sentences))
-    everything = {str(lam): {f"r{k}": round(_mean(rows, k), 2) for k in KS} | {
-        f"category_{c}_r10": round(_mean([r for r in rows if r[1] == c], 10), 2)
-        for c in sorted({r[1] for r in rows})} for lam, rows in answers.items()}
     print(json.dumps({"experiment": "sentence-similarity", "model": MODEL,
                       "search_sentences": args.search_sentences,
-                      "all_five": everything, "cv": folds(answers, 0.0)}, indent=1))
+                      "all_five": all_five(answers), "cv": folds(answers, 0.0)}, indent=1))
 
 
 if __name__ == "__main__":

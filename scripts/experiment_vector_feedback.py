@@ -38,20 +38,23 @@ import numpy as np
 from memvault.recall import RecallOptions
 
 sys.path.insert(0, str(Path(__file__).parent))
-from experiment_sentence_similarity import KS, MODEL, Answer, _mean, answer, conversations, folds
+from experiment_sentence_similarity import KS, MODEL, Answer, all_five, answer, conversations, folds, grid
 
 
-async def moved(semantic: Any, resource_id: str, query: str, hits: list[Any], docs: int,
-                beta: float) -> np.ndarray:
-    """``unit(q + beta * mean of the best hits' stored vectors)``."""
-    vector = await semantic.query_vector(query)
-    refs = [(hit.thread_id, hit.message.id) for hit in hits[:docs]]
+async def centroid(semantic: Any, resource_id: str, hits: list[Any]) -> np.ndarray | None:
+    """The mean of ``hits``' stored vectors, each at unit length (None when none is stored)."""
+    refs = [(hit.thread_id, hit.message.id) for hit in hits]
     found = await semantic.store.embeddings_of(resource_id, refs)
-    if not found or beta == 0:
-        return np.asarray(vector)
+    if not found:
+        return None
     rows = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob in found])
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    out = vector + beta * rows.mean(axis=0)
+    return np.asarray(rows.mean(axis=0))
+
+
+def moved(vector: np.ndarray, towards: np.ndarray, beta: float) -> np.ndarray:
+    """``unit(q + beta * towards)``."""
+    out = vector + beta * towards
     return np.asarray(out / np.linalg.norm(out), dtype=np.float32)
 
 
@@ -63,11 +66,11 @@ async def score(data: str, betas: list[float], docs: int, folder: Path) -> dict[
         for question in conversation.questions:
             first = await memory.recall(resource_id=resource, query=question.text, options=options)
             original = await semantic.query_vector(question.text)
+            towards = await centroid(semantic, resource, first.hits[:docs])
             for beta in betas:
                 result = first
-                if beta:
-                    semantic._queries[question.text] = await moved(
-                        semantic, resource, question.text, first.hits, docs, beta)
+                if beta and towards is not None:
+                    semantic._queries[question.text] = moved(original, towards, beta)
                     result = await memory.recall(resource_id=resource, query=question.text,
                                                  options=options)
                     semantic._queries[question.text] = original
@@ -82,16 +85,10 @@ def main() -> None:
                         help="the grid of beta, comma-separated (0 is always in it)")
     parser.add_argument("--docs", type=int, default=3, help="how many of the first recall's hits")
     args = parser.parse_args()
-    betas = [float(x) for x in args.beta.split(",")]
-    if 0.0 not in betas:
-        betas.insert(0, 0.0)
     with tempfile.TemporaryDirectory(prefix="memvault-feedback-") as folder:
-        answers = asyncio.run(score(args.data, betas, args.docs, Path(folder)))
-    everything = {str(beta): {f"r{k}": round(_mean(rows, k), 2) for k in KS} | {
-        f"category_{c}_r10": round(_mean([r for r in rows if r[1] == c], 10), 2)
-        for c in sorted({r[1] for r in rows})} for beta, rows in answers.items()}
+        answers = asyncio.run(score(args.data, grid(args.beta), args.docs, Path(folder)))
     print(json.dumps({"experiment": "vector-feedback", "model": MODEL, "docs": args.docs,
-                      "all_five": everything, "cv": folds(answers, 0.0)}, indent=1))
+                      "all_five": all_five(answers), "cv": folds(answers, 0.0)}, indent=1))
 
 
 if __name__ == "__main__":
