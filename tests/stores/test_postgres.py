@@ -237,18 +237,21 @@ def test_concurrent_working_memory_appends_lose_nothing(server: str, schemas: li
         assert mine == [f"w{i} line {j}" for j in range(25)]
 
 
+@pytest.mark.parametrize("seed", [7, 8, 9])
 async def test_mixed_concurrent_writes_never_deadlock(
-    memory: Any, monkeypatch: pytest.MonkeyPatch
+    memory: Any, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     """Saves, deletions (messages, threads, the resource), summaries, vectors and working-memory
-    updates on a few threads at once: the store's lock order leaves no deadlock to retry."""
+    updates on a few threads at once: the store's lock order leaves no deadlock to retry. (Before
+    vectors share-locked their threads first, about one run in fifteen met one: a vector write
+    holding message rows that a thread's deletion was deleting in another order.)"""
     import random
 
     from memvault import Message, NotFoundError
     from memvault.stores.postgres import db as postgres_db
 
     monkeypatch.setattr(postgres_db, "RETRIES", 0)  # a deadlock would surface as a StoreError
-    rng = random.Random(7)
+    rng = random.Random(seed)
     store = memory.store
 
     async def operation(i: int) -> None:

@@ -36,14 +36,25 @@ async def save_embeddings(conn: Conn, model: str, dimensions: int, items: Sequen
         raise ConfigurationError(embedding_mismatch(recorded, (model, dimensions)))
     latest = {item[:3]: (bytes(item[3]), sentences_of(item)) for item in items}
     keys = list(latest)
+    threads = sorted({key[:2] for key in keys})
+    # the store's lock order: the threads' rows first (sorted, shared), so whoever deletes or
+    # clears one of them waits for this write, or this write for it, instead of both meeting
+    # on message rows taken in different orders
+    await conn.execute(
+        "SELECT 1 FROM threads WHERE (resource_id, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+        " ORDER BY resource_id, id FOR SHARE",
+        ([t[0] for t in threads], [t[1] for t in threads]),
+    )
     cursor = await conn.execute(
         "WITH found AS (SELECT m.pk, m.resource_id, m.thread_id, m.id, u.vector, u.sentences"
         " FROM unnest(%s::text[], %s::text[], %s::text[], %s::bytea[], %s::bytea[])"
         " AS u(resource_id, thread_id, id, vector, sentences)"
         " JOIN messages AS m ON m.resource_id = u.resource_id AND m.thread_id = u.thread_id AND m.id = u.id"
-        " FOR KEY SHARE OF m),"  # a message deleted meanwhile is skipped, not a foreign key error
+        # a message deleted meanwhile is skipped, not a foreign key error
+        " ORDER BY m.pk FOR KEY SHARE OF m),"
         " stored AS (INSERT INTO message_vectors (message_pk, vector, sentences)"
-        " SELECT pk, vector, sentences FROM found ON CONFLICT (message_pk) DO UPDATE"
+        # in cursor order, so two writers of the same vectors take their rows in one order
+        " SELECT pk, vector, sentences FROM found ORDER BY pk ON CONFLICT (message_pk) DO UPDATE"
         " SET vector = excluded.vector, sentences = excluded.sentences)"
         " SELECT resource_id, thread_id, id FROM found",
         ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [latest[k][0] for k in keys],
