@@ -522,6 +522,38 @@ def test_vector_weight_defaults_depend_on_the_scorer() -> None:
     assert vector_weight(RecallOptions(vector_weight=2.0), scored=True) == 2.0
 
 
+def test_the_name_boost_and_question_penalty_defaults_depend_on_the_scorer() -> None:
+    from memvault.recall.options import entity_boost, question_penalty
+
+    assert entity_boost(RecallOptions(), scored=True) == 0.5
+    assert entity_boost(RecallOptions(), scored=False) == 0.0
+    assert entity_boost(RecallOptions(entity_boost=0.0), scored=True) == 0.0
+    assert entity_boost(RecallOptions(entity_boost=2.0), scored=False) == 2.0
+    assert (question_penalty(RecallOptions(), True), question_penalty(RecallOptions(), False)) == (0.5, 0.9)
+
+
+async def test_names_weigh_more_by_default_only_with_a_scorer(memory: Memory) -> None:
+    """With a vector scorer a name in the query counts 1.5 times in the words' score, as with
+    ``entity_boost=0.5``; words alone keep it at 1 (``entity_boost=0``)."""
+    await save_thread(memory, "t", ["Caroline went to the museum.", "The tea was green and hot.",
+                                    *FILLER[:4]])
+    table = {f"t-{i}": 0.1 for i in range(6)}
+
+    async def lexical(scorer: bool, **given: float) -> dict[str, float | None]:
+        result = await recall(memory.recall_reader("ada"), thread_id=None, query="Did Caroline like tea?",
+                              options=RecallOptions(message_range=0, context_window=0, **given),
+                              vector_search=vectors([(MessageRef("t", "t-5"), 0.1)]) if scorer else None,
+                              vector_scorer=TableScorer(table) if scorer else None)
+        return {h.message.id: h.lexical_score for h in result.hits if h.lexical_score is not None}
+
+    scored = await lexical(True)
+    assert scored == await lexical(True, entity_boost=0.5) != await lexical(True, entity_boost=0.0)
+    assert scored["t-0"] > scored["t-1"]  # the name's message before the tea's
+    words = await lexical(False)
+    assert words == await lexical(False, entity_boost=0.0) != await lexical(False, entity_boost=0.5)
+    assert words["t-1"] > words["t-0"]  # unboosted, the name is one word among others
+
+
 async def test_memory_options_give_the_default_recall_options() -> None:
     from memvault import MemoryOptions
 

@@ -49,7 +49,7 @@ from memvault.bench.locomo import (
 )
 from memvault.errors import MemvaultError, ValidationError
 from memvault.recall import RecallOptions
-from memvault.recall.options import question_penalty, vector_weight
+from memvault.recall.options import entity_boost, question_penalty, vector_weight
 from memvault.recall.reader import RecallReader
 from memvault.stores.passages import Passage, SearchPool
 
@@ -291,8 +291,9 @@ async def measure_cv(
     contexts = list(dict.fromkeys([embed_context, *grid.get("embed_context", ())]))
     if model is not None and start.get("vector_weight", 0) is None:
         start["vector_weight"] = vector_weight(base, scored=True)  # what None means with an embedder
-    if start.get("question_penalty", 0) is None:
-        start["question_penalty"] = question_penalty(base, scored=model is not None)
+    for name, default in (("question_penalty", question_penalty), ("entity_boost", entity_boost)):
+        if start.get(name, 0) is None:
+            start[name] = default(base, scored=model is not None)  # what None means here
     fixed = {f.name: getattr(base, f.name) for f in dataclasses.fields(RecallOptions)
              if f.name not in grid and getattr(base, f.name) != f.default}
 

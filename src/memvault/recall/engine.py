@@ -104,7 +104,8 @@ async def recall(
     # with a scorer, each match's neighbours join the candidates, and they need theirs
     reach = 2 * options.vector_context_window if vector_scorer is not None else 0
     await _read_matches(reader, vectors.in_scope(matches, search_thread, options), reach)
-    lexical = lexical_candidates(query=query, pool=pool, options=options)
+    lexical = lexical_candidates(query=query, pool=pool, options=options,
+                                 with_scorer=vector_scorer is not None)
 
     candidates = Candidates()
     for key, candidate in lexical.candidates.items():

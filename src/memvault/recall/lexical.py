@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from memvault.recall import feedback
 from memvault.recall.dates import Span, query_dates
-from memvault.recall.options import RecallOptions
+from memvault.recall.options import RecallOptions, entity_boost
 from memvault.recall.types import Key
 from memvault.rules.words import (
     ASCII_WORD,
@@ -162,10 +162,13 @@ def hits_by_thread(found: Sequence[tuple[Passage, float]]) -> dict[str, list[str
     return by_thread
 
 
-def lexical_candidates(*, query: str, pool: SearchPool, options: RecallOptions) -> LexicalResult:
+def lexical_candidates(
+    *, query: str, pool: SearchPool, options: RecallOptions, with_scorer: bool = False
+) -> LexicalResult:
     """Score the pool around ``pool.hits``, the store's best full-text matches for ``query``
     with their neighbours (:meth:`RecallReader.search_pool`, read ``lexical_span(options)``
-    each side)."""
+    each side). ``with_scorer``: a vector scorer's scores are fused with these (it chooses the
+    defaults of :func:`~memvault.recall.options.entity_boost`)."""
     terms = pool.terms
     by_thread = hits_by_thread(pool.hits)
     if not terms or not by_thread:
@@ -173,7 +176,7 @@ def lexical_candidates(*, query: str, pool: SearchPool, options: RecallOptions) 
     threads = {name: pool.threads.get(name, []) for name in by_thread}
     marking = _Marking(terms, pool.marks, options)
     scored = _pool(threads, by_thread, marking.mark, len(terms), options)
-    scores = _bm25(scored, _term_weights(query, terms, options.entity_boost), options)
+    scores = _bm25(scored, _term_weights(query, terms, entity_boost(options, with_scorer)), options)
     if options.feedback_weight and scored:
         scores = _with_feedback(scored, scores, threads, by_thread, terms, options)
 
