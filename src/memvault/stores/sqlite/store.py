@@ -446,18 +446,20 @@ class SqliteStore(RowReads, SqliteGraph):
     async def embeddings_of(
         self, resource_id: str, keys: Sequence[tuple[str, str]]
     ) -> list[tuple[str, str, bytes]]:
-        if not keys:
-            return []
-        return await self._worker.read_small(_vectors.embeddings_of, resource_id,
-                                             json.dumps(list(keys)))  # pairs: JSON arrays
+        return await self._vectors_of(resource_id, keys, "vector")
 
     async def sentence_embeddings_of(
         self, resource_id: str, keys: Sequence[tuple[str, str]]
     ) -> list[tuple[str, str, bytes]]:
+        return await self._vectors_of(resource_id, keys, "sentences")
+
+    async def _vectors_of(
+        self, resource_id: str, keys: Sequence[tuple[str, str]], column: str
+    ) -> list[tuple[str, str, bytes]]:
         if not keys:
             return []
         return await self._worker.read_small(_vectors.embeddings_of, resource_id,
-                                             json.dumps(list(keys)), "sentences")
+                                             json.dumps(list(keys)), column)  # pairs: JSON arrays
 
     # export (memvault.stores.capabilities.ExportStore, for memvault.transfer.copier)
 
