@@ -241,24 +241,28 @@ def test_concurrent_working_memory_appends_lose_nothing(server: str, schemas: li
 async def test_mixed_concurrent_writes_never_deadlock(
     memory: Any, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    """Saves, deletions (messages, threads, the resource), summaries, vectors and working-memory
-    updates on a few threads at once: the store's lock order leaves no deadlock to retry. (Before
-    vectors share-locked their threads first, about one run in fifteen met one: a vector write
-    holding message rows that a thread's deletion was deleting in another order.)"""
+    """Saves, deletions (messages, threads, the resource), expiry, summaries, vectors and
+    working-memory updates on a few threads at once: the store's lock order leaves no deadlock to
+    retry. (Before vectors share-locked their threads first, about one run in fifteen met one: a
+    vector write holding message rows that a thread's deletion was deleting in another order; before
+    expiry locked its threads first, it deleted message rows a vector write held.)"""
     import random
+    from datetime import timedelta
 
     from memvault import Message, NotFoundError
+    from memvault.model import now
     from memvault.stores.postgres import db as postgres_db
 
     monkeypatch.setattr(postgres_db, "RETRIES", 0)  # a deadlock would surface as a StoreError
     rng = random.Random(seed)
     store = memory.store
+    await memory.set_retention(timedelta(hours=1), resource_id=RESOURCE)
 
     async def operation(i: int) -> None:
         ids = [f"m{rng.randint(0, 15)}" for _ in range(rng.randint(1, 4))]
         thread = f"t{rng.randint(0, 2)}"
-        kind = rng.choice(["save"] * 6 + ["delete", "clear", "thread", "resource", "summary", "vectors",
-                                          "note", "search"])
+        kind = rng.choice(["save"] * 6 + ["delete", "clear", "thread", "resource", "expire", "summary",
+                                          "vectors", "note", "search"])
         where = {"thread_id": thread, "resource_id": RESOURCE}
         if kind == "save":
             await memory.save_messages([Message.user(f"tea {i}", id=x) for x in ids], **where)
@@ -276,6 +280,8 @@ async def test_mixed_concurrent_writes_never_deadlock(
         elif kind == "vectors":
             rows = [(RESOURCE, thread, x, b"\0" * 8) for x in ids]
             await store.save_embeddings("test/model", 2, rows + rows[::-1])
+        elif kind == "expire":  # two hours on: every message of the resource has expired
+            await store.expire_messages(now() + timedelta(hours=2), rng.choice([RESOURCE, None]))
         elif kind == "note":
             await memory.update_working_memory(f"line {i}", **where)
         else:

@@ -49,20 +49,40 @@ async def retention_policies(conn: Conn) -> dict[str, timedelta]:
     return {str(r): int(age) * MICROSECOND for r, age in await cursor.fetchall()}
 
 
+_STORE_WIDE_EXPIRED = (
+    "(m.resource_id IN (SELECT resource_id FROM retention)"
+    "  OR EXISTS (SELECT 1 FROM retention WHERE resource_id = ''))"
+    " AND m.created_us < %(now)s - COALESCE((SELECT max_age_us FROM retention AS r"
+    "  WHERE r.resource_id = m.resource_id),"
+    "  (SELECT max_age_us FROM retention WHERE resource_id = ''))")
+"""The condition on ``messages AS m`` that a message has expired under its resource's policy or
+the store-wide one (every resource's)."""
+
+
 async def expire_messages(conn: Conn, at: datetime, resource_id: str | None) -> list[tuple[str, str, str]]:
     """Delete the expired messages of ``resource_id`` (or of every resource with an effective
     policy; a store-wide policy makes that a scan of every message). Vectors and covering
-    summaries go with them, by the schema's triggers. Returns their (resource id, thread id, id)."""
+    summaries go with them, by the schema's triggers. Returns their (resource id, thread id, id).
+
+    The store's lock order: the threads holding expired messages are locked first, sorted by
+    ``(resource_id, id)``, and only their messages are deleted, so expiry queues behind a save, a
+    deletion or a vector write on one of those threads instead of deadlocking with it on message
+    rows. A thread that gains an expired message after the lock (a save with an old date) keeps
+    it until the next sweep."""
     if resource_id is not None:
-        cursor = await conn.execute(
-            f"DELETE FROM messages AS m WHERE m.resource_id = %(resource)s AND NOT ({VISIBLE})"
-            " RETURNING m.resource_id, m.thread_id, m.id", visible_args(resource_id, at))
+        expired, args = f"m.resource_id = %(resource)s AND NOT ({VISIBLE})", visible_args(resource_id, at)
     else:
-        cursor = await conn.execute(
-            "DELETE FROM messages AS m WHERE (m.resource_id IN (SELECT resource_id FROM retention)"
-            "  OR EXISTS (SELECT 1 FROM retention WHERE resource_id = ''))"
-            " AND m.created_us < %(now)s - COALESCE((SELECT max_age_us FROM retention AS r"
-            "  WHERE r.resource_id = m.resource_id),"
-            "  (SELECT max_age_us FROM retention WHERE resource_id = ''))"
-            " RETURNING m.resource_id, m.thread_id, m.id", {"now": to_micros(at)})
+        expired, args = _STORE_WIDE_EXPIRED, {"now": to_micros(at)}
+    cursor = await conn.execute(
+        "SELECT t.resource_id, t.id FROM threads AS t WHERE (t.resource_id, t.id) IN"
+        f" (SELECT DISTINCT m.resource_id, m.thread_id FROM messages AS m WHERE {expired})"
+        " ORDER BY t.resource_id, t.id FOR NO KEY UPDATE OF t", args)
+    locked = await cursor.fetchall()
+    if not locked:
+        return []
+    cursor = await conn.execute(
+        "DELETE FROM messages AS m USING unnest(%(resources)s::text[], %(threads)s::text[]) AS l(r, t)"
+        f" WHERE m.resource_id = l.r AND m.thread_id = l.t AND {expired}"
+        " RETURNING m.resource_id, m.thread_id, m.id",
+        {**args, "resources": [r for r, _ in locked], "threads": [t for _, t in locked]})
     return [(str(r), str(t), str(i)) for r, t, i in await cursor.fetchall()]

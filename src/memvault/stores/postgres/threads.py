@@ -3,7 +3,8 @@
 Lock order: whatever changes a thread's messages, or needs them to stay, first locks the
 thread's row (saving does it by upserting it), so writers of one thread queue on that row
 instead of deadlocking on message rows; deleting a resource locks its threads in id order,
-and saving vectors share-locks the threads of its messages in ``(resource_id, id)`` order.
+saving vectors share-locks the threads of its messages and expiry locks the threads of the
+messages it deletes, both in ``(resource_id, id)`` order.
 Working-memory rows come after thread rows.
 """
 
