@@ -149,7 +149,9 @@ def _mean(rows: list[Answer], k: int) -> float:
     return 100.0 * statistics.fmean(r[2][k] for r in rows) if rows else 0.0
 
 
-def folds(answers: dict[float, list[Answer]], start: float) -> dict[str, Any]:
+def folds(answers: dict[float, list[Answer]], start: float, constant: str = "lam") -> dict[str, Any]:
+    """Leave-one-conversation-out over the grid ``answers`` (keyed by the value of ``constant``,
+    the name the per-fold table gives the value each fold chose), starting from ``start``."""
     conversations = list(dict.fromkeys(r[0] for r in answers[start]))
     table: list[dict[str, Any]] = []
     pooled = []
@@ -165,7 +167,7 @@ def folds(answers: dict[float, list[Answer]], start: float) -> dict[str, Any]:
         out = [r for r in answers[chosen] if r[0] == held]
         base = [r for r in answers[start] if r[0] == held]
         pooled += [(r, b) for r, b in zip(out, base, strict=True)]
-        table.append({"held_out": held, "questions": len(out), "chosen_lam": chosen,
+        table.append({"held_out": held, "questions": len(out), f"chosen_{constant}": chosen,
                       "r5": round(_mean(out, 5), 2), "r10": round(_mean(out, 10), 2),
                       "shipped_r5": round(_mean(base, 5), 2), "shipped_r10": round(_mean(base, 10), 2)})
     categories = {}

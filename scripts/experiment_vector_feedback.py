@@ -88,7 +88,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memvault-feedback-") as folder:
         answers = asyncio.run(score(args.data, grid(args.beta), args.docs, Path(folder)))
     print(json.dumps({"experiment": "vector-feedback", "model": MODEL, "docs": args.docs,
-                      "all_five": all_five(answers), "cv": folds(answers, 0.0)}, indent=1))
+                      "all_five": all_five(answers), "cv": folds(answers, 0.0, "beta")}, indent=1))
 
 
 if __name__ == "__main__":
