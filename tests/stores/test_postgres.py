@@ -241,11 +241,12 @@ def test_concurrent_working_memory_appends_lose_nothing(server: str, schemas: li
 async def test_mixed_concurrent_writes_never_deadlock(
     memory: Any, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    """Saves, deletions (messages, threads, the resource), expiry, summaries, vectors and
-    working-memory updates on a few threads at once: the store's lock order leaves no deadlock to
-    retry. (Before vectors share-locked their threads first, about one run in fifteen met one: a
-    vector write holding message rows that a thread's deletion was deleting in another order; before
-    expiry locked its threads first, it deleted message rows a vector write held.)"""
+    """Saves, deletions (messages, threads, the resource), expiry, summaries, titles, thread
+    states, vectors and working-memory updates on a few threads at once: the store's lock order
+    leaves no deadlock to retry. (Before vectors share-locked their threads first, about one run
+    in fifteen met one: a vector write holding message rows that a thread's deletion was deleting
+    in another order; before expiry locked its threads first, every run met one: expiry deleted
+    message rows a vector write held.)"""
     import random
     from datetime import timedelta
 
@@ -262,7 +263,7 @@ async def test_mixed_concurrent_writes_never_deadlock(
         ids = [f"m{rng.randint(0, 15)}" for _ in range(rng.randint(1, 4))]
         thread = f"t{rng.randint(0, 2)}"
         kind = rng.choice(["save"] * 6 + ["delete", "clear", "thread", "resource", "expire", "summary",
-                                          "vectors", "note", "search"])
+                                          "unsummary", "title", "state", "vectors", "note", "search"])
         where = {"thread_id": thread, "resource_id": RESOURCE}
         if kind == "save":
             await memory.save_messages([Message.user(f"tea {i}", id=x) for x in ids], **where)
@@ -280,6 +281,14 @@ async def test_mixed_concurrent_writes_never_deadlock(
         elif kind == "vectors":
             rows = [(RESOURCE, thread, x, b"\0" * 8) for x in ids]
             await store.save_embeddings("test/model", 2, rows + rows[::-1])
+        elif kind == "unsummary":
+            await memory.delete_summary(**where)
+        elif kind == "title":
+            with contextlib.suppress(NotFoundError):
+                await memory.update_thread(title=f"title {i}", **where)
+        elif kind == "state":  # a thread's state: deleted with its thread
+            with contextlib.suppress(NotFoundError):
+                await memory.set_state({"i": i}, key=f"k{rng.randint(0, 2)}", **where)
         elif kind == "expire":  # two hours on: every message of the resource has expired
             await store.expire_messages(now() + timedelta(hours=2), rng.choice([RESOURCE, None]))
         elif kind == "note":
