@@ -61,8 +61,9 @@ the store-wide one (every resource's)."""
 
 async def expire_messages(conn: Conn, at: datetime, resource_id: str | None) -> list[tuple[str, str, str]]:
     """Delete the expired messages of ``resource_id`` (or of every resource with an effective
-    policy; a store-wide policy makes that a scan of every message). Vectors and covering
-    summaries go with them, by the schema's triggers. Returns their (resource id, thread id, id).
+    policy; a store-wide policy makes finding them a scan of every message). Vectors and
+    covering summaries go with them, by the schema's triggers. Returns their (resource id,
+    thread id, id).
 
     The store's lock order: the threads holding expired messages are locked first, sorted by
     ``(resource_id, id)``, and only their messages are deleted, so expiry queues behind a save, a
