@@ -65,11 +65,14 @@ def rows_near(
         return []
     cutoff = cutoff_us(conn, resource_id)
     floor = -(2**63) if cutoff is None else cutoff
+    # without a retention cutoff every message counts: the neighbours' seqs are then read from
+    # the (resource_id, thread_id, seq) index alone, never their rows
+    unexpired = "" if cutoff is None else " AND n.created_us >= :floor"
     offset = max(0, message_range - 1)
     before = after = "m.seq"
     if message_range:
         near = ("(SELECT n.seq FROM messages AS n WHERE n.resource_id = m.resource_id"
-                " AND n.thread_id = m.thread_id AND n.seq {op} m.seq AND n.created_us >= :floor"
+                f" AND n.thread_id = m.thread_id AND n.seq {{op}} m.seq{unexpired}"
                 " ORDER BY n.seq {order} LIMIT 1 OFFSET :offset)")
         before = f"coalesce({near.format(op='<', order='DESC')}, {-(2**62)})"
         after = f"coalesce({near.format(op='>', order='ASC')}, {2**62})"

@@ -519,6 +519,17 @@ def unindexed(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
+def any_unindexed(conn: sqlite3.Connection) -> bool:
+    """Whether any message waits to be indexed: one seek past the indexed rowids, whose cost
+    does not grow with the number waiting (:func:`unindexed` counts them), so it may run on
+    the caller's thread."""
+    (waiting,) = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM messages"
+        " WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress))"
+    ).fetchone()
+    return bool(waiting)
+
+
 PENDING_STATS_SQL = (
     f"SELECT resource_id, count(*), coalesce(sum({BODY_CHARS_SQL.format(row='messages')}), 0)"
     " FROM messages WHERE rowid > (SELECT indexed_upto FROM messages_fts_progress){where}"

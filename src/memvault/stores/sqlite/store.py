@@ -70,11 +70,11 @@ from memvault.stores.sqlite.erase import erasing
 from memvault.stores.sqlite.failures import index_write_failed, is_memory
 from memvault.stores.sqlite.graph_store import SqliteGraph
 from memvault.stores.sqlite.schema import (
+    any_unindexed,
     check_version,
     index_pending,
     migrate,
     rebuild_search_index,
-    unindexed,
 )
 from memvault.stores.sqlite.worker import SqliteWorker
 from memvault.stores.thread_queries import check_thread_query, decode_page_cursor
@@ -306,7 +306,7 @@ class SqliteStore(RowReads, SqliteGraph):
     async def _index_before_search(self) -> None:
         """Index the messages saved since the last batch, so that a search sees every saved
         message; when that cannot write, the search reads them directly (:mod:`.search`)."""
-        pending = 0 if self.read_only else await self._worker.read_one(unindexed)
+        pending = False if self.read_only else await self._worker.read_small(any_unindexed)
         if pending:
             try:
                 await self.index_pending()
