@@ -10,6 +10,7 @@ does not materialise every match. Prints JSON: medians and means in milliseconds
 
     python scripts/profile_search_phases.py --fill 1000000 --file /tmp/f1m.db   # about 2.5 min
     python scripts/profile_search_phases.py --file /tmp/f1m.db --seed 1
+    python scripts/profile_search_phases.py --file /tmp/f1m.db --seed 1 --mmap 2147418112  # mapped
 
 ``--seed`` seeds the query generator (the bench's text model); seed 1 draws the same made-up
 vocabulary as the fill (harder queries: more of their words are in the file), other seeds
@@ -62,8 +63,9 @@ def summary(seconds: list[float]) -> dict[str, float]:
             "mean_ms": round(1000 * statistics.fmean(seconds), 2)}
 
 
-def profile(path: str, seed: int, queries: int) -> dict[str, Any]:
+def profile(path: str, seed: int, queries: int, mmap: int = 0) -> dict[str, Any]:
     conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA mmap_size = {int(mmap)}")  # the store's searches map MMAP_BYTES
     text = ZipfText(random.Random(seed))
     asked = [query_groups(text(30, 120)) for _ in range(queries)]
     counts = S.WordCounts()
@@ -88,7 +90,7 @@ def profile(path: str, seed: int, queries: int) -> dict[str, Any]:
         only_counts.append(time.perf_counter() - began)
     matches = [sum(size for size, _ in one.classes.values()) for one in found]
     reads = [s - c - k for s, c, k in zip(spent["_search"], spent["_classes"], spent["_common"], strict=True)]
-    return {"file": path, "seed": seed, "queries": queries, "search_pool": summary(total),
+    return {"file": path, "seed": seed, "queries": queries, "mmap_size": mmap, "search_pool": summary(total),
             **{name.strip("_"): summary(series) for name, series in spent.items()},
             "class_reads": summary(reads), "counts_only_instead_of_classes": summary(only_counts),
             "matches_per_query": {"p50": statistics.median(matches),
@@ -101,10 +103,12 @@ def main() -> None:
     parser.add_argument("--fill", type=int, default=0, help="fill the file with this many messages first")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--mmap", type=int, default=0,
+                        help="PRAGMA mmap_size of the connection (the store's searches use MMAP_BYTES)")
     args = parser.parse_args()
     if args.fill:
         asyncio.run(fill(args.file, args.fill))
-    print(json.dumps(profile(args.file, args.seed, args.queries), indent=1))
+    print(json.dumps(profile(args.file, args.seed, args.queries, args.mmap), indent=1))
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ async def test_secure_delete_is_set_on_every_connection_of_the_store(tmp_path: P
     store = await SqliteStore.open(tmp_path / "s.db")
     try:
         connections = store._worker.connections()
-        assert len(connections) == 3  # the worker's, the reader, the writer of small saves at NORMAL
+        assert len(connections) == 4  # the worker's, the reader, the searches', the small saves' at NORMAL
         for conn in connections:
             assert conn.execute("PRAGMA secure_delete").fetchone() == (1,)
     finally:

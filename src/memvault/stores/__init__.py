@@ -5,8 +5,10 @@
   with options as query parameters: ``?durability=full&busy_timeout=30``, and
   ``?key_env=VARIABLE`` for a file encrypted at rest whose key (a passphrase) is in that
   environment variable (never in the URL itself, which ends up in logs, ``ps`` and shell history;
-  needs ``pip install 'memvault[encryption]'``), and ``?mode=ro`` to open an existing file
-  read-only; ``sqlite:///:memory:`` is an in-process SQLite database (gone with the store);
+  needs ``pip install 'memvault[encryption]'``), ``?mode=ro`` to open an existing file
+  read-only, and ``?search_map_mb=N`` for the MiB of the file searches read through a memory
+  map (0 for none; :class:`~memvault.stores.sqlite.SqliteStore`); ``sqlite:///:memory:`` is an
+  in-process SQLite database (gone with the store);
 - ``postgresql://user@host:5432/dbname`` (or ``postgres://``), with ``?schema=name`` and pool
   options (:mod:`memvault.stores.postgres`; needs ``pip install 'memvault[postgres]'``);
 - no URL: ``$MEMVAULT_DB`` when set, else ``memvault.db`` in the user's data folder
@@ -59,6 +61,7 @@ async def open_store(url: str | None = None) -> Store:
         return await SqliteStore.open(
             options.path, durability=options.durability, busy_timeout=options.busy_timeout,
             encryption_key=options.encryption_key, read_only=options.read_only,
+            search_map_mb=options.search_map_mb,
         )
     if scheme in ("postgres", "postgresql"):
         postgres = import_optional("memvault.stores.postgres", "the PostgreSQL store", "postgres",
@@ -83,6 +86,9 @@ class SqliteOptions:
     read_only: bool = False
     """``?mode=ro``: open an existing database without writing to it (see
     :class:`~memvault.stores.sqlite.SqliteStore`)."""
+    search_map_mb: int | None = None
+    """``?search_map_mb=N``: MiB of the file full-text searches read through a memory map
+    (``None``: the store's default; see :class:`~memvault.stores.sqlite.SqliteStore`)."""
 
 
 def sqlite_options(url: str) -> SqliteOptions:
@@ -101,7 +107,7 @@ def sqlite_options(url: str) -> SqliteOptions:
             "a SQLite URL never holds its encryption key (it would end up in logs, `ps` and shell "
             "history): put the key in an environment variable and write ?key_env=VARIABLE"
         )
-    unknown = set(options) - {"durability", "busy_timeout", "key_env", "mode"}
+    unknown = set(options) - {"durability", "busy_timeout", "key_env", "mode", "search_map_mb"}
     if unknown:
         raise ConfigurationError(f"unknown SQLite option(s) {sorted(unknown)} in {url!r}")
     try:
@@ -110,6 +116,12 @@ def sqlite_options(url: str) -> SqliteOptions:
         timeout = math.nan
     if not 0 <= timeout < math.inf:
         raise ConfigurationError(f"busy_timeout must be a number of seconds >= 0 in {url!r}")
+    search_map_mb: int | None = None
+    raw_map = dict(parse_qsl(parts.query, keep_blank_values=True)).get("search_map_mb")
+    if raw_map is not None:
+        if not (raw_map.isascii() and raw_map.isdigit()):
+            raise ConfigurationError(f"search_map_mb must be a whole number of MiB >= 0 in {url!r}")
+        search_map_mb = int(raw_map)
     mode = options.get("mode", "rwc")
     if mode not in ("ro", "rwc"):
         raise ConfigurationError(f"mode must be 'ro' (read-only) or 'rwc' (the default) in {url!r}")
@@ -131,4 +143,4 @@ def sqlite_options(url: str) -> SqliteOptions:
                 "which is not set or empty: set it to the key (a passphrase)"
             )
     return SqliteOptions(path, "full" if durability == "full" else "normal", timeout, key, key_env,
-                         read_only=mode == "ro")
+                         read_only=mode == "ro", search_map_mb=search_map_mb)

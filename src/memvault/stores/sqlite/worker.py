@@ -77,13 +77,18 @@ WAL_AUTOCHECKPOINT_PAGES = 1000
 """A commit that leaves the WAL longer than this many pages runs a passive checkpoint
 (``wal_autocheckpoint``, SQLite's default, set explicitly)."""
 MMAP_BYTES = 2**31 - 2**16
-"""How much of the file the worker's connection reads through a memory map (``mmap_size``;
-SQLite caps it at its build's limit, 2 GiB less 64 KiB by default): a page read is then a memory
-access, not a ``pread`` into the connection's page cache. Searches read thousands of scattered
-pages (a 100,000-message search: p50 9.2 ms without, 7.4 ms with; 1M: 32 ms against 27). Only
-reads are mapped (writes still go through ``write``); the pages are the operating system's
-file cache, shared and evictable, not the process's own memory. An encrypted file is never
-mapped (SQLCipher ignores the setting)."""
+"""How much of the file the full-text searches read through a memory map by default
+(``mmap_size`` of the worker's search connection, :meth:`SqliteWorker.search_read`; the store's
+``search_map_mb`` sets it, 0 maps nothing; SQLite caps it at its build's limit, 2 GiB less
+64 KiB by default): a page read is then a memory access, not a ``pread`` into the connection's
+page cache. A search reads thousands of scattered pages (with 1M messages in one resource a
+pool search took p50 34 ms unmapped and 30 mapped; at 100k a turn took about 7 % less). Only
+reads are mapped (writes go through ``write`` as before). The pages a search touched count in
+the process's resident size as shared file pages (the operating system's file cache, which it
+reclaims under pressure), not as the process's own memory; the other reads (vectors among
+them) keep the unmapped connection, so loading a resource's vectors maps nothing. An
+encrypted file has no search connection (SQLCipher maps nothing)."""
+
 Body = Callable[..., Any]
 PAGE = 4096
 """SQLite's default page size, for estimating what a write adds to the WAL."""
@@ -148,8 +153,10 @@ class SqliteWorker:
         driver: Driver = STDLIB,
         key: Key | None = None,
         read_only: bool = False,
+        search_map: int = MMAP_BYTES,
     ) -> None:
         self.path = path
+        self.search_map = search_map  # bytes of the file the search connection maps
         self.read_only = read_only
         self.memory = is_memory(path)  # SQLite's in-process database: one connection, no reader
         self.synchronous = synchronous
@@ -159,6 +166,7 @@ class SqliteWorker:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="memvault-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None  # for small reads on the caller's thread
+        self._searcher: sqlite3.Connection | None = None  # full-text searches, mapped (MMAP_BYTES)
         self._reader_lock = threading.Lock()
         self._lock = threading.Lock()
         self._queue: list[_Job] = []
@@ -230,8 +238,6 @@ class SqliteWorker:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA secure_delete = ON")  # deleted text is overwritten (:mod:`.erase`)
-        if not self.memory:
-            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         if self.read_only:  # never a write, not even a migration: ``setup`` only checks
             self._retry(self._snapshot, setup, ())
         else:
@@ -244,6 +250,11 @@ class SqliteWorker:
         self._reader = self._open(_INLINE_WAIT)
         self._reader.execute("PRAGMA query_only = ON")
         self._reader.execute("PRAGMA secure_delete = ON")
+        if self.driver is STDLIB:
+            # not query_only: a search may index pending messages in a temporary table (.search)
+            searcher = self._searcher = self._open(self.busy_timeout)
+            searcher.execute("PRAGMA secure_delete = ON")
+            searcher.execute(f"PRAGMA mmap_size = {int(self.search_map)}")
         if self._inline:
             inline = self._inline_conn = self._open(_INLINE_WAIT)
             inline.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
@@ -325,12 +336,24 @@ class SqliteWorker:
 
         return run
 
+    async def search_read(self, body: Callable[..., T], *args: Any) -> T:
+        """:meth:`read` on the search connection, which reads the file through a memory map
+        (:data:`MMAP_BYTES`): for the full-text searches, which read thousands of scattered
+        pages. On the worker's connection when there is none (``:memory:``, an encrypted file)."""
+        return await self.run(self._read_on, self._searcher, self._decoding(body), args)
+
     def _read(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
-        result: T = self._retry(self._snapshot, body, args)
+        return self._read_on(None, body, args)
+
+    def _read_on(self, conn: sqlite3.Connection | None, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+        result: T = self._retry(self._snapshot, body, args, conn)
         return result
 
-    def _snapshot(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
-        conn = self.connection()
+    def _snapshot(self, body: Callable[..., T], args: tuple[Any, ...],
+                  conn: sqlite3.Connection | None = None) -> T:
+        """``body(conn, *args)`` in a read transaction of ``conn`` (default: the worker's)."""
+        if conn is None:
+            conn = self.connection()
         conn.execute("BEGIN")
         try:
             return body(conn, *args)
@@ -573,9 +596,9 @@ class SqliteWorker:
                               self.driver.operational_error)
 
     def connections(self) -> list[sqlite3.Connection]:
-        """The open connections (the writer, the reader, then the inline writer), for tests and
-        diagnostics."""
-        return [c for c in (self._conn, self._reader, self._inline_conn) if c is not None]
+        """The open connections (the writer, the reader, the search connection, then the inline
+        writer), for tests and diagnostics."""
+        return [c for c in (self._conn, self._reader, self._searcher, self._inline_conn) if c is not None]
 
     async def close(self) -> None:
         """Close the connection once pending work is done (the writes queued before run and
@@ -599,6 +622,9 @@ class SqliteWorker:
                 if self._reader is not None:
                     self._reader.close()
                     self._reader = None
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
             if self._inline_conn is not None:
                 self._inline_conn.close()
                 self._inline_conn = None
