@@ -24,9 +24,9 @@ where ``n(g)`` is how many of the resource's messages contain ``g`` (FTS5 counts
 resource's scope token) and a group counts once per message (FTS5 gives no term frequencies
 to SQL). Best first; ties go to the older message, then the earlier saved.
 
-How it is computed: FTS5 finds each query group's messages, and SQLite groups them by the set
-of groups each contains (a class: every message of a class has the same ``sum(idf(g))``), so
-Python handles a query's classes, not its thousands of matches. Classes are read best first;
+How it is computed: FTS5 finds each query group's messages, which are grouped by the set of
+groups each contains (a class: every message of a class has the same ``sum(idf(g))``), so the
+scoring handles a query's classes, not its thousands of matches. Classes are read best first;
 within one, the score falls strictly with the length, so only its ``limit`` shortest are read
 back; a class whose score at length 0 is below the ``limit``-th score found ends the search.
 When the file holds no other resource's messages, a group is matched without the scope token
@@ -231,16 +231,36 @@ def _classes(
 ) -> dict[int, tuple[int, str]]:
     """The resource's messages matching any of ``groups``, by the set of groups each contains
     (a bit mask, bit i for ``groups[i]``): for each mask, how many messages and their rowids as
-    a JSON list. FTS5 finds each group's messages in one pass and SQLite groups them, so a
-    query's cost in Python is its number of classes, not of matches."""
-    matches = " UNION ALL ".join(
-        f"SELECT rowid, {1 << i} AS bit FROM {table} WHERE {table} MATCH ?"
-        for i in range(len(groups)) for table in ("messages_fts", *tail))
-    values = [scope + "body : " + (fts5_match([list(group)]) or "")
-              for group in groups for _ in ("messages_fts", *tail)]
-    return {int(mask): (int(size), str(rowids)) for mask, size, rowids in conn.execute(
-        "SELECT mask, count(*), json_group_array(rowid) FROM"
-        f" (SELECT rowid, sum(bit) AS mask FROM ({matches}) GROUP BY rowid) GROUP BY mask", values)}
+    a JSON list, in ascending order. FTS5 finds each group's messages and SQLite hands them
+    over as one JSON list a group (in C); the lists are merged here, the largest taken whole
+    (most matches are of one group only). Grouping every match in SQL instead (a ``GROUP BY
+    rowid`` over their union) sorted them all: 12.1 ms p50 against 7.3 at 1M messages in one
+    resource, 1.27 against 0.85 at 100k (the same classes)."""
+    found: list[tuple[list[int], int]] = []
+    for i, group in enumerate(groups):
+        match = scope + "body : " + (fts5_match([list(group)]) or "")
+        union = " UNION ALL ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+                                   for table in ("messages_fts", *tail))
+        (rowids,) = conn.execute(f"SELECT json_group_array(rowid) FROM ({union})",
+                                 [match] * (1 + len(tail))).fetchone()
+        found.append((json.loads(rowids), 1 << i))
+    found.sort(key=lambda pair: -len(pair[0]))
+    largest, bit = found[0]
+    if len(found) == 1:
+        return {bit: (len(largest), json.dumps(sorted(largest)))} if largest else {}
+    masks = dict.fromkeys(largest, bit)
+    get = masks.get
+    for rowids, bit in found[1:]:
+        for rowid in rowids:
+            masks[rowid] = get(rowid, 0) | bit
+    by_mask: dict[int, list[int]] = {}
+    for rowid, mask in masks.items():
+        members = by_mask.get(mask)
+        if members is None:
+            by_mask[mask] = [rowid]
+        else:
+            members.append(rowid)
+    return {mask: (len(members), json.dumps(sorted(members))) for mask, members in by_mask.items()}
 
 
 TAIL_TABLE = "messages_fts_tail"
