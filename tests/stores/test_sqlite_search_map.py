@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -116,7 +117,7 @@ async def test_the_map_is_set_from_the_url(tmp_path: Path) -> None:
         await store.close()
 
 
-@pytest.mark.parametrize("value", ["-1", "x", "1.5", "", " 3", "٣"])
+@pytest.mark.parametrize("value", ["-1", "x", "1.5", "", " 3", "٣", "9" * 5000])
 def test_a_bad_map_size_in_a_url_is_a_configuration_error(value: str) -> None:
     with pytest.raises(ConfigurationError, match="search_map_mb"):
         sqlite_options(f"sqlite:///x.db?search_map_mb={value}")
@@ -127,3 +128,13 @@ def test_a_bad_map_size_is_a_configuration_error_and_creates_no_file(tmp_path: P
     with pytest.raises(ConfigurationError, match="search_map_mb"):
         SqliteStore(tmp_path / "never.db", search_map_mb=value)  # type: ignore[arg-type]
     assert not (tmp_path / "never.db").exists()
+
+
+@given(value=st.text(max_size=30) | st.integers(min_value=-(10**6), max_value=10**15).map(str))
+def test_any_map_size_in_a_url_parses_or_is_a_configuration_error(value: str) -> None:
+    url = "sqlite:///x.db?" + urlencode({"search_map_mb": value})
+    try:
+        parsed = sqlite_options(url).search_map_mb
+    except ConfigurationError:
+        return
+    assert parsed is not None and parsed >= 0 and str(parsed) == value.lstrip("0").rjust(1, "0")

@@ -119,7 +119,7 @@ def sqlite_options(url: str) -> SqliteOptions:
     search_map_mb: int | None = None
     raw_map = dict(parse_qsl(parts.query, keep_blank_values=True)).get("search_map_mb")
     if raw_map is not None:
-        if not (raw_map.isascii() and raw_map.isdigit()):
+        if not (raw_map.isascii() and raw_map.isdigit() and len(raw_map) <= 12):  # int() refuses 4,300 digits
             raise ConfigurationError(f"search_map_mb must be a whole number of MiB >= 0 in {url!r}")
         search_map_mb = int(raw_map)
     mode = options.get("mode", "rwc")
