@@ -88,7 +88,7 @@ def profile(path: str, seed: int, queries: int, mmap: int = 0) -> dict[str, Any]
             conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
                          ("body : " + (fts5_match([list(group)]) or ""),)).fetchone()
         only_counts.append(time.perf_counter() - began)
-    matches = [sum(size for size, _ in one.classes.values()) for one in found]
+    matches = [sum(one.classes.sizes.values()) for one in found]
     reads = [s - c - k for s, c, k in zip(spent["_search"], spent["_classes"], spent["_common"], strict=True)]
     return {"file": path, "seed": seed, "queries": queries, "mmap_size": mmap, "search_pool": summary(total),
             **{name.strip("_"): summary(series) for name, series in spent.items()},

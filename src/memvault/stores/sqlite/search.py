@@ -44,9 +44,9 @@ import json
 import math
 import sqlite3
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from memvault.rules.words import fts5_match, stem
@@ -109,10 +109,7 @@ def search_pool(
     columns = f"m.rowid, {BODY_CHARS_SQL.format(row='m')}, {COLUMNS}"
     hit_rowids = [rowid for _, _, rowid in found.scored]
     read_rows = rows_near(conn, resource_id, BY_ROWID, hit_rowids, message_range, columns)
-    wanted = {row[0] for row in read_rows}
-    masks: dict[int, int] = {}
-    for mask, (_, rowids) in found.classes.items():  # the classes are disjoint
-        masks.update(dict.fromkeys(wanted.intersection(json.loads(rowids)), mask))
+    masks = found.classes.masks({row[0] for row in read_rows})
     threads: dict[str, list[Passage]] = {}
     marks: dict[tuple[str, str], Mark] = {}
     by_rowid: dict[int, Passage] = {}
@@ -134,7 +131,7 @@ class _Found:
 
     scored: list[tuple[float, int, int]]
     kept: list[tuple[str, ...]]
-    classes: dict[int, tuple[int, str]]
+    classes: _Classes
 
 
 def _found(
@@ -142,7 +139,7 @@ def _found(
     counts: WordCounts | None,
 ) -> _Found:
     if not groups:
-        return _Found([], [], {})
+        return _Found([], [], _Classes.none())
     tail, docs, chars = _index_tail(conn, resource_id)
     try:
         return _search(conn, resource_id, groups, thread_id, limit, tail, docs, chars, counts)
@@ -166,17 +163,16 @@ def _search(
             known = _Known(counts, resource_id, int(stats[2]), int(stats[3]))
     unique = list(dict.fromkeys(tuple(g) for g in groups))
     if not docs:
-        return _Found([], unique, {})
+        return _Found([], unique, _Classes.none())
     scope = "" if _alone(conn, resource_id) else f'scope : "{scope_token(resource_id)}" AND '
     common = _common(conn, scope, unique, docs, known)
     kept = [g for g in unique if g not in common] or unique
     classes = _classes(conn, scope, kept, tail)
-    if not classes:
+    if not classes.sizes:
         return _Found([], kept, classes)
-    having = [sum(size for mask, (size, _) in classes.items() if mask >> i & 1) for i in range(len(kept))]
-    idfs = [idf(docs, count) for count in having]
+    idfs = [idf(docs, count) for count in classes.having]
     weights: dict[int, float] = {}
-    for mask in classes:  # the groups in query order, so that a sum is always made the same way
+    for mask in classes.sizes:  # the groups in query order, so that a sum is always made the same way
         weight = 0.0
         for i, value in enumerate(idfs):
             if mask >> i & 1:
@@ -205,14 +201,15 @@ def _search(
     # enter the top `limit`. The hits are those of scoring every match, but a common word in a
     # large resource no longer costs a row read per match.
     scored: list[tuple[float, int, int]] = []
-    for mask in sorted(classes, key=weights.__getitem__, reverse=True):
+    for mask in sorted(classes.sizes, key=weights.__getitem__, reverse=True):
         weight = weights[mask]
         bound = weight * (K1 + 1) / (1 + K1 * (1 - B))
         if len(scored) >= limit and bound < -scored[-1][0]:
             break
         scored = sorted([*scored, *(
             (-(weight * (K1 + 1) / (1 + K1 * (1 - B) + scale * length)), created, rowid)
-            for rowid, length, created in conn.execute(sql, [classes[mask][1], *extra, limit]))])[:limit]
+            for rowid, length, created in conn.execute(
+                sql, [json.dumps(classes.members(mask)), *extra, limit]))])[:limit]
     return _Found(scored, kept, classes)
 
 
@@ -228,14 +225,14 @@ def _alone(conn: sqlite3.Connection, resource_id: str) -> bool:
 
 def _classes(
     conn: sqlite3.Connection, scope: str, groups: list[tuple[str, ...]], tail: tuple[str, ...]
-) -> dict[int, tuple[int, str]]:
-    """The resource's messages matching any of ``groups``, by the set of groups each contains
-    (a bit mask, bit i for ``groups[i]``): for each mask, how many messages and their rowids as
-    a JSON list, in ascending order. FTS5 finds each group's messages and SQLite hands them
-    over as one JSON list a group (in C); the lists are merged here, the largest taken whole
-    (most matches are of one group only). Grouping every match in SQL instead (a ``GROUP BY
-    rowid`` over their union) sorted them all: 12.1 ms p50 against 7.3 at 1M messages in one
-    resource, 1.27 against 0.85 at 100k (the same classes)."""
+) -> _Classes:
+    """The resource's messages matching any of ``groups``, by class (:class:`_Classes`). FTS5
+    finds each group's messages and SQLite hands them over as one JSON list a group (in C);
+    the lists are merged here, the largest group's left whole: most matches hold that group
+    alone, and only the others' are walked in Python. Grouping every match in SQL instead (a
+    ``GROUP BY rowid`` over their union) sorted them all: 12.1 ms p50 against 7.3 at 1M
+    messages in one resource, 1.27 against 0.85 at 100k (the same classes, merged in a dict of
+    every match then)."""
     union = " UNION ALL ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
                                for table in ("messages_fts", *tail))
     found: list[tuple[list[int], int]] = []
@@ -244,23 +241,68 @@ def _classes(
         (rowids,) = conn.execute(f"SELECT json_group_array(rowid) FROM ({union})",
                                  [match] * (1 + len(tail))).fetchone()
         found.append((json.loads(rowids), 1 << i))
+    having = [len(rowids) for rowids, _ in found]
     found.sort(key=lambda pair: -len(pair[0]))
-    largest, bit = found[0]
-    if len(found) == 1:
-        return {bit: (len(largest), json.dumps(sorted(largest)))} if largest else {}
-    masks = dict.fromkeys(largest, bit)
-    get = masks.get
-    for rowids, bit in found[1:]:
+    (largest, bit), others = found[0], found[1:]
+    rest: dict[int, int] = dict.fromkeys(others[0][0], others[0][1]) if others else {}
+    get = rest.get
+    for rowids, other in others[1:]:
         for rowid in rowids:
-            masks[rowid] = get(rowid, 0) | bit
-    by_mask: dict[int, list[int]] = {}
-    for rowid, mask in masks.items():
-        members = by_mask.get(mask)
-        if members is None:
-            by_mask[mask] = [rowid]
-        else:
-            members.append(rowid)
-    return {mask: (len(members), json.dumps(sorted(members))) for mask, members in by_mask.items()}
+            rest[rowid] = get(rowid, 0) | other
+    both = rest.keys() & largest  # a C loop over the largest list
+    for rowid in both:
+        rest[rowid] |= bit
+    sizes = dict(Counter(rest.values()))
+    if len(largest) > len(both):
+        sizes[bit] = len(largest) - len(both)
+    return _Classes(having, sizes, rest, largest, bit)
+
+
+@dataclass
+class _Classes:
+    """A query's matches in the resource by class: the set of kept groups a message holds, as a
+    bit mask (bit ``i`` for ``groups[i]``). ``having``: each group's matches (its ``n(g)``);
+    ``sizes``: each class's messages. The members themselves are kept as :func:`_classes`
+    found them, the largest group's list (``largest``, bit ``bit``) and a mask for every match
+    of another group (``rest``), and sorted out only for the classes a search reads."""
+
+    having: list[int]
+    sizes: dict[int, int]
+    rest: dict[int, int]
+    largest: list[int]
+    bit: int
+    _by_mask: dict[int, list[int]] | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def none(cls) -> _Classes:
+        """No matches."""
+        return cls([], {}, {}, [], 0)
+
+    def members(self, mask: int) -> list[int]:
+        """The rowids of class ``mask``: those of the largest group's class in the index's order
+        (ascending), any other's sorted. The other classes are sorted out of ``rest`` together,
+        on the first call for one."""
+        if mask == self.bit:
+            rest = self.rest
+            return [rowid for rowid in self.largest if rowid not in rest] if rest else self.largest
+        if self._by_mask is None:
+            self._by_mask = {}
+            for rowid, of in self.rest.items():
+                members = self._by_mask.get(of)
+                if members is None:
+                    self._by_mask[of] = [rowid]
+                else:
+                    members.append(rowid)
+            for members in self._by_mask.values():
+                members.sort()
+        return self._by_mask.get(mask, [])
+
+    def masks(self, rowids: set[int]) -> dict[int, int]:
+        """The class of each of ``rowids`` that matched (a message matching none is left out)."""
+        rest = self.rest
+        found = {rowid: rest[rowid] for rowid in rowids if rowid in rest}
+        found.update(dict.fromkeys(rowids.difference(found).intersection(self.largest), self.bit))
+        return found
 
 
 TAIL_TABLE = "messages_fts_tail"
