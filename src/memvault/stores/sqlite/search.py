@@ -231,8 +231,10 @@ def _classes(
     the lists are merged here, the largest group's left whole: most matches hold that group
     alone, and only the others' are walked in Python. Grouping every match in SQL instead (a
     ``GROUP BY rowid`` over their union) sorted them all: 12.1 ms p50 against 7.3 at 1M
-    messages in one resource, 1.27 against 0.85 at 100k (the same classes, merged in a dict of
-    every match then)."""
+    messages in one resource, 1.27 against 0.85 at 100k (merged in a dict of every match, each
+    class written as JSON); keeping the largest list whole and sorting out only the classes read
+    took the classes to about 5 ms at 1M, the whole pool search from about 25 to 21
+    (docs/benchmarks.md, ninth pass)."""
     union = " UNION ALL ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
                                for table in ("messages_fts", *tail))
     found: list[tuple[list[int], int]] = []
