@@ -101,7 +101,8 @@ def sqlite_options(url: str) -> SqliteOptions:
         raise ConfigurationError(
             f"{url!r} names no file: write sqlite:///relative.db or sqlite:////absolute.db"
         )
-    options = dict(parse_qsl(parts.query))
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    options = {name: value for name, value in pairs if value}  # a blank option is as if unset
     if {"key", "passphrase", "password"} & set(options):  # not echoed: the URL holds a secret
         raise ConfigurationError(
             "a SQLite URL never holds its encryption key (it would end up in logs, `ps` and shell "
@@ -117,7 +118,7 @@ def sqlite_options(url: str) -> SqliteOptions:
     if not 0 <= timeout < math.inf:
         raise ConfigurationError(f"busy_timeout must be a number of seconds >= 0 in {url!r}")
     search_map_mb: int | None = None
-    raw_map = dict(parse_qsl(parts.query, keep_blank_values=True)).get("search_map_mb")
+    raw_map = dict(pairs).get("search_map_mb")  # blank included: an empty size is an error
     if raw_map is not None:
         if not (raw_map.isascii() and raw_map.isdigit() and len(raw_map) <= 12):  # int() refuses 4,300 digits
             raise ConfigurationError(f"search_map_mb must be a whole number of MiB >= 0 in {url!r}")
