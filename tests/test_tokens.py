@@ -29,7 +29,13 @@ from memvault import (
 from memvault.errors import ConfigurationError, MissingExtraError
 from memvault.rules import tiktoken_counts
 from memvault.rules.tiktoken_counts import TiktokenCounter
-from memvault.rules.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_token_counter
+from memvault.rules.tokens import (
+    MESSAGE_OVERHEAD,
+    _pieces_tokens,
+    estimate_tokens,
+    message_tokens,
+    resolve_token_counter,
+)
 
 CJK_RANGES = [(0x4E00, 0x9FFF), (0x3040, 0x30FF), (0xAC00, 0xD7AF), (0x3400, 0x4DBF)]
 cjk_text = st.lists(
@@ -61,6 +67,18 @@ text = st.text(st.characters(codec="utf-8"), max_size=200)
 )
 def test_estimate_examples(sample: str, expected: int) -> None:
     assert estimate_tokens(sample) == expected
+
+
+# ASCII words, capitals, digits, every ASCII symbol, spaces and a few other letters: the chunks
+# the estimate costs without the pieces' pattern and their near misses ("iPhone", "a.b", "(x_").
+chunky_text = st.text(st.sampled_from(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t\n"
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~éßÀ\u00d7你の。"), max_size=80)
+
+
+@given(st.one_of(chunky_text, text))
+def test_plain_words_are_costed_as_their_pieces(sample: str) -> None:
+    assert estimate_tokens(sample) == _pieces_tokens(sample)
 
 
 @given(text, text)
