@@ -43,15 +43,20 @@ NoteScope = Literal["resource", "thread"]
 @dataclass
 class _Thread:
     """What was read of one thread: passages by id, and how many true neighbours each is known
-    to have on each side in :attr:`passages` (``None``: up to the thread's start or end)."""
+    to have on each side in :attr:`passages` (``None``: up to the thread's start or end).
+    Reads are merged in on first use (:meth:`ordered`, :meth:`covers`): a pool search reads
+    around a hundred threads, and recall goes back to a few of them."""
 
     passages: dict[str, Passage] = field(default_factory=dict)
     reach: dict[str, int] = field(default_factory=dict)
+    _pending: list[tuple[Sequence[Passage], set[str], int]] = field(default_factory=list)
+    """The reads :meth:`add` was given since the last merge, in order."""
     _order: tuple[list[Passage], dict[str, int]] | None = None
     """:attr:`passages` in thread order with each id's position, until the next :meth:`add`."""
 
     def ordered(self) -> tuple[list[Passage], dict[str, int]]:
         """The passages read, in thread order, and each id's position in that list."""
+        self._merge()
         if self._order is None:
             ordered = sorted(self.passages.values(), key=lambda p: (p.seq or 0, p.id))
             self._order = ordered, {p.id: i for i, p in enumerate(ordered)}
@@ -60,20 +65,26 @@ class _Thread:
     def add(self, found: Sequence[Passage], ids: set[str], message_range: int) -> None:
         """Merge the answer of ``get_messages(ids=ids, message_range=message_range)``."""
         self._order = None
-        for passage in found:
-            self.passages[passage.id] = passage
-        position = {p.id: i for i, p in enumerate(found)}
-        for message_id in ids:
-            i = position.get(message_id)
-            if i is None:
-                continue
-            for j in range(max(0, i - message_range), min(len(found), i + message_range + 1)):
-                covered = message_range - abs(i - j)
-                other = found[j].id
-                if covered > self.reach.get(other, -1):
-                    self.reach[other] = covered
+        self._pending.append((found, ids, message_range))
+
+    def _merge(self) -> None:
+        for found, ids, message_range in self._pending:
+            for passage in found:
+                self.passages[passage.id] = passage
+            position = {p.id: i for i, p in enumerate(found)}
+            for message_id in ids:
+                i = position.get(message_id)
+                if i is None:
+                    continue
+                for j in range(max(0, i - message_range), min(len(found), i + message_range + 1)):
+                    covered = message_range - abs(i - j)
+                    other = found[j].id
+                    if covered > self.reach.get(other, -1):
+                        self.reach[other] = covered
+        self._pending.clear()
 
     def covers(self, message_id: str, message_range: int) -> bool:
+        self._merge()
         return self.reach.get(message_id, -1) >= message_range
 
     def around(self, ids: Sequence[str], message_range: int) -> list[Passage]:
