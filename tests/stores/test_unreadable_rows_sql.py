@@ -149,6 +149,11 @@ def test_sqlite_bytes_that_are_not_utf8_are_contained(tmp_path: Path, column: st
             await memory.get_history(thread_id=T, resource_id=R)
             assert "c" in [h.message.id for h in await memory.search_messages(resource_id=R, query="last")]
             await memory.recall(resource_id=R, thread_id=T, query="words bad")
+            # the pool search reads "b" beside both hits (and scores it by their words): it
+            # decodes there as everywhere, and the hits come back whole
+            found = await memory.recall(resource_id=R, thread_id=None, query="words")
+            hits = {hit.message.id: hit.message for hit in found.hits}
+            assert (hits.get("a"), hits.get("c")) == (saved[0], saved[2])
 
     asyncio.run(scenario())
 

@@ -110,6 +110,32 @@ def text_of(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def text_in_c(body: Callable[..., T]) -> Callable[..., T]:
+    """``body(conn, *args)`` for a connection whose TEXT values :mod:`sqlite3` decodes itself
+    (``text_factory = str``, in C: a pool search reads about a thousand rows of six text columns,
+    and :func:`text_of`, a Python call a value, cost about a third of reading them). A value
+    that is not UTF-8 fails such a fetch; ``body`` then runs again, in the same transaction,
+    decoding with :func:`text_of`, so what it returns is what :func:`text_of` gives. ``body``
+    must only read (a search may fill and drop a temporary table: it drops it either way)."""
+
+    @functools.wraps(body)
+    def run(conn: sqlite3.Connection, *args: Any) -> T:
+        if conn.text_factory is not str:
+            return body(conn, *args)
+        try:
+            return body(conn, *args)
+        except sqlite3.OperationalError as exc:
+            if "UTF-8" not in str(exc):  # "Could not decode to UTF-8 column ..."
+                raise
+        conn.text_factory = text_of
+        try:
+            return body(conn, *args)
+        finally:
+            conn.text_factory = str
+
+    return run
+
+
 @dataclass
 class _Job:
     body: Body
@@ -255,6 +281,7 @@ class SqliteWorker:
             searcher = self._searcher = self._open(self.busy_timeout)
             searcher.execute("PRAGMA secure_delete = ON")
             searcher.execute(f"PRAGMA mmap_size = {int(self.search_map)}")
+            searcher.text_factory = str  # decoded in C, with text_of for a damaged row (text_in_c)
         if self._inline:
             inline = self._inline_conn = self._open(_INLINE_WAIT)
             inline.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
@@ -338,9 +365,10 @@ class SqliteWorker:
 
     async def search_read(self, body: Callable[..., T], *args: Any) -> T:
         """:meth:`read` on the search connection, which reads the file through a memory map
-        (:data:`MMAP_BYTES`): for the full-text searches, which read thousands of scattered
-        pages. On the worker's connection when there is none (``:memory:``, an encrypted file)."""
-        return await self.run(self._read_on, self._searcher, self._decoding(body), args)
+        (:data:`MMAP_BYTES`) and decodes text in C (:func:`text_in_c`): for the full-text
+        searches, which read thousands of scattered pages and rows. On the worker's connection
+        when there is none (``:memory:``, an encrypted file)."""
+        return await self.run(self._read_on, self._searcher, self._decoding(text_in_c(body)), args)
 
     def _read(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
         return self._read_on(None, body, args)
