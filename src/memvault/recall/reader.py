@@ -63,7 +63,8 @@ class _Thread:
         return self._order
 
     def add(self, found: Sequence[Passage], ids: set[str], message_range: int) -> None:
-        """Merge the answer of ``get_messages(ids=ids, message_range=message_range)``."""
+        """Take the answer of ``get_messages(ids=ids, message_range=message_range)``, merged on
+        first use."""
         self._order = None
         self._pending.append((found, ids, message_range))
 
